@@ -1,0 +1,121 @@
+"""The `cudalint` command. `main(argv) -> int` is testable in-process.
+
+Exit codes (as ruff): 0 no findings left, 1 findings left, 2 usage, configuration or internal
+error. `cudalint PATH` is short for `cudalint check PATH`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from cudalint import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
+
+# Subcommands that parse their own arguments: name -> "module:function".
+_DELEGATED = {
+    "smoke": "cudalint.runtime.smoke.command:main",
+    "mps-ops": "cudalint.mps_ops.command:main",
+    "lsp": "cudalint.lsp.server:main",
+    "report": "cudalint.report.command:main",
+}
+_OWN = ("check", "rule", "init-helper")
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed on one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="cudalint check", description="Find what ties code to CUDA.")
+    parser.add_argument("paths", nargs="*", type=Path, default=[], help="files or folders")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes")
+    parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    parser.add_argument("--diff", action="store_true", help="show fixes as a diff; write nothing")
+    parser.add_argument("--select", type=_codes, help="codes or prefixes to enable (CUD1,CUD201)")
+    parser.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
+    parser.add_argument("--extend-select", type=_codes, default=[], help="add to select")
+    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="full")
+    parser.add_argument("--statistics", action="store_true", help="count findings per code")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 despite findings")
+    parser.add_argument("--config", type=Path, help="a pyproject.toml or cudalint.toml to use")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print findings only")
+    return parser
+
+
+def _codes(text: str) -> list[str]:
+    return [code.strip().upper() for code in text.split(",") if code.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(args)
+    except UsageError as error:
+        print(f"cudalint: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # noqa: BLE001 - no traceback reaches the user
+        print(f"cudalint: internal error: {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _dispatch(args: list[str]) -> int:
+    if args[:1] in (["--version"], ["-V"]):
+        print(f"cudalint {__version__}")
+        return EXIT_OK
+    if args[:1] in (["-h"], ["--help"]):
+        print(_usage())
+        return EXIT_OK
+    command = args[0] if args and (args[0] in _DELEGATED or args[0] in _OWN) else "check"
+    rest = args[1:] if args and args[0] == command else args
+    if command in _DELEGATED:
+        return _delegate(_DELEGATED[command], rest)
+    if command == "rule":
+        from cudalint.commands.rule import main as rule_main
+
+        return rule_main(rest)
+    if command == "init-helper":
+        from cudalint.commands.init_helper import main as init_main
+
+        return init_main(rest)
+    from cudalint.commands.check import run_check
+
+    return run_check(_check_parser().parse_args(rest))
+
+
+def _delegate(target: str, rest: list[str]) -> int:
+    module_name, function = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise UsageError(f"{module_name.split('.')[1]} is unavailable: {error}") from error
+    entry: Callable[[list[str]], int] = getattr(module, function)
+    return entry(rest)
+
+
+def _usage() -> str:
+    return (
+        "usage: cudalint [check] [PATH ...] [--fix] [--unsafe-fixes] [--diff] [--select CODES]\n"
+        "                [--ignore CODES] [--output-format {full,concise,json,github,sarif}]\n"
+        "                [--statistics] [--exit-zero] [--config FILE]\n"
+        "       cudalint rule CODE | --all\n"
+        "       cudalint init-helper PATH [--force]\n"
+        "       cudalint smoke TARGET [...]      (needs cudalint[smoke])\n"
+        "       cudalint mps-ops [--target-torch X]\n"
+        "       cudalint lsp                     (needs cudalint[lsp])\n"
+        "\n"
+        "exit codes: 0 no findings, 1 findings, 2 usage, configuration or internal error"
+    )

@@ -1,0 +1,72 @@
+"""`cudalint check`: lint (and fix) paths, print the findings, choose the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from cudalint import rules
+from cudalint.config import ConfigError, load_config
+from cudalint.discovery import MissingPathError
+from cudalint.engine.runner import FileReport, RunOptions, run
+from cudalint.output import github, json_format, sarif, text
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+_MACHINE = {"json": json_format.render, "github": github.render, "sarif": sarif.render}
+
+
+def run_check(args: argparse.Namespace) -> int:
+    paths: list[Path] = args.paths or [Path(".")]
+    for selector in [*(args.select or []), *(args.ignore or []), *args.extend_select]:
+        if not rules.is_known_selector(selector):
+            return _fail(f"unknown rule selector {selector!r} (see `cudalint rule --all`)")
+    options = RunOptions(
+        fix=args.fix or args.unsafe_fixes and not args.diff,
+        unsafe_fixes=args.unsafe_fixes,
+        diff=args.diff,
+        want_edits=args.output_format in ("json", "sarif"),
+        select=args.select,
+        ignore=args.ignore,
+        extend_select=args.extend_select,
+    )
+    try:
+        config = load_config(_common_folder(paths), args.config)
+        for selector in [*config.select, *config.ignore, *config.extend_select]:
+            if not rules.is_known_selector(selector):
+                raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
+        reports = run(paths, config, options)
+    except (ConfigError, MissingPathError) as error:
+        return _fail(str(error))
+    _print(reports, args, options)
+    remaining = sum(len(r.findings) for r in reports)
+    return EXIT_FINDINGS if remaining and not args.exit_zero else EXIT_OK
+
+
+def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOptions) -> None:
+    if args.output_format in _MACHINE:
+        sys.stdout.write(_MACHINE[args.output_format](reports))
+        return
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    if args.statistics:
+        text.render_statistics(reports, console)
+        return
+    text.render_findings(reports, console, full=args.output_format == "full")
+    if not args.quiet:
+        text.render_footer(reports, console, fixing=options.fix or options.diff,
+                           unsafe=options.unsafe_fixes)
+
+
+def _common_folder(paths: list[Path]) -> Path:
+    """Where to look for the configuration: the folder holding every path given."""
+    resolved = [p.resolve() for p in paths]
+    common = Path(os.path.commonpath(resolved)) if resolved else Path.cwd()
+    return common if common.is_dir() else common.parent
+
+
+def _fail(message: str) -> int:
+    print(f"cudalint: error: {message}", file=sys.stderr)
+    return EXIT_ERROR

@@ -1,0 +1,139 @@
+"""`[tool.cudalint]` in the nearest pyproject.toml, as ruff reads `[tool.ruff]`."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from cudalint.engine.context import HELPER_MODULE_DEFAULT
+
+DEFAULT_TARGET_TORCH = "2.6"
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pants.d", ".pytype",
+    ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "dist",
+    "node_modules", "site-packages", "venv", "__pycache__",
+)
+_KEYS = frozenset(
+    {
+        "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
+        "exclude-kinds", "helper", "target-torch", "known-first-party", "respect-gitignore",
+    }
+)
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; the CLI prints it on one line and exits 2."""
+
+
+@dataclass
+class Config:
+    root: Path  # the folder of the pyproject.toml, or the current folder
+    source: Path | None = None  # the file the settings came from
+    select: list[str] = field(default_factory=lambda: ["ALL"])
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
+    extend_exclude: list[str] = field(default_factory=list)
+    exclude_kinds: list[str] = field(default_factory=list)
+    helper: str = HELPER_MODULE_DEFAULT
+    target_torch: str = ""
+    known_first_party: list[str] = field(default_factory=list)
+    respect_gitignore: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.target_torch:
+            self.target_torch = installed_torch() or DEFAULT_TARGET_TORCH
+
+    @property
+    def target_torch_tuple(self) -> tuple[int, int]:
+        return parse_version(self.target_torch)
+
+
+def installed_torch() -> str | None:
+    """The installed torch version, read from its metadata: the linter never imports torch."""
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    match = re.match(r"^\s*(\d+)\.(\d+)", text)
+    if match is None:
+        raise ConfigError(f"target-torch: {text!r} is not a version such as '2.6'")
+    return int(match.group(1)), int(match.group(2))
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml above `start` that has a [tool.cudalint] table."""
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else start.parents:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and "[tool.cudalint" in _read_text(candidate):
+            return candidate
+    return None
+
+
+def load_config(start: Path, explicit: Path | None = None) -> Config:
+    """Settings for a run over paths under `start`; `explicit` is `--config PATH`."""
+    path = explicit or find_pyproject(start)
+    if path is None:
+        return Config(root=start.resolve() if start.is_dir() else start.resolve().parent)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such configuration file")
+    try:
+        document = tomllib.loads(_read_text(path))
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from error
+    table = document.get("tool", {}).get("cudalint", {})
+    if path.name != "pyproject.toml" and not table:
+        table = document  # a cudalint.toml holds the settings at the top level
+    return _from_table(table, path)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from error
+
+
+def _from_table(table: Mapping[str, Any], path: Path) -> Config:
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key in [tool.cudalint]: {unknown[0]!r}")
+    config = Config(root=path.parent.resolve(), source=path)
+    for key, value in table.items():
+        attribute = key.replace("-", "_")
+        expected = type(getattr(config, attribute))
+        if not isinstance(value, expected):
+            raise ConfigError(f"{path}: [tool.cudalint] {key} must be a {expected.__name__}")
+        if key == "exclude":
+            value = [*value]
+        setattr(config, attribute, value)
+    _validate(config, path)
+    return config
+
+
+def _validate(config: Config, path: Path) -> None:
+    for name, codes in [("select", config.select), ("ignore", config.ignore)]:
+        _require_strings(codes, f"{path}: [tool.cudalint] {name}")
+    for pattern, codes in config.per_file_ignores.items():
+        _require_strings(codes, f"{path}: [tool.cudalint] per-file-ignores {pattern!r}")
+    parse_version(config.target_torch)
+
+
+def _require_strings(values: Sequence[object], where: str) -> None:
+    if not all(isinstance(v, str) for v in values):
+        raise ConfigError(f"{where} must be a list of strings")

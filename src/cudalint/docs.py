@@ -1,0 +1,58 @@
+"""Rule documentation pages, generated from the rule classes (as ruff's docs are).
+
+`python -m cudalint.docs docs/rules` rewrites the pages; a test fails when one is stale.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from cudalint.rules import all_rules
+from cudalint.rules.base import Rule
+
+SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
+            "## Fix safety")
+
+
+def render_rule_page(rule: type[Rule]) -> str:
+    fix = rule.fix_applicability()
+    lines = [
+        f"# {rule.code} ({rule.name})",
+        "",
+        f"Severity: {rule.severity}. "
+        + (f"Fix: {fix.value}." if fix else "Fix: none.")
+        + " Guarded sites (under a CUDA check or an optional import) are reported one"
+        " severity lower.",
+        "",
+        rule.doc(),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_index() -> str:
+    rows = ["# Rules", "", "| code | name | severity | fix | message |", "|---|---|---|---|---|"]
+    for rule in all_rules():
+        fix = rule.fix_applicability()
+        rows.append(f"| [{rule.code}]({rule.code}.md) | {rule.name} | {rule.severity} | "
+                    f"{fix.value if fix else '—'} | {rule.message.replace('|', '/')} |")
+    return "\n".join(rows) + "\n"
+
+
+def expected_pages() -> dict[str, str]:
+    pages = {f"{rule.code}.md": render_rule_page(rule) for rule in all_rules()}
+    pages["index.md"] = render_index()
+    return pages
+
+
+def write_pages(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("CUD*.md"):
+        stale.unlink()
+    for name, content in expected_pages().items():
+        (folder / name).write_text(content, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_pages(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/rules"))

@@ -1,0 +1,172 @@
+"""What a Python rule knows while it visits a node: aliases, guards, scope, helper names.
+
+The engine resolves import aliases itself (`import torch as th`, `from torch import cuda as tc`)
+instead of using LibCST's QualifiedNameProvider, which costs about ten times the parse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from cudalint.engine import guards
+from cudalint.rules.base import Report
+
+# The helper functions a fix may call, all defined beside pick_device in the helper module.
+HELPER_MODULE_DEFAULT = "cudalint.device"
+
+
+@dataclass
+class Settings:
+    """The parts of the configuration a rule may read."""
+
+    helper_module: str = HELPER_MODULE_DEFAULT
+    target_torch: tuple[int, int] = (2, 6)
+    first_party: frozenset[str] = frozenset()
+    extension_modules: frozenset[str] = frozenset()  # the project's own compiled CUDA extensions
+
+
+@dataclass
+class PythonContext:
+    module: cst.Module
+    settings: Settings = field(default_factory=Settings)
+    reports: list[Report] = field(default_factory=list)
+    # local name -> qualified name; None for names bound by relative (first-party) imports
+    aliases: dict[str, str | None] = field(default_factory=dict)
+    stack: list[cst.CSTNode] = field(default_factory=list)
+    _guards: list[bool] = field(default_factory=list)
+    _function_depth: int = 0
+    _main_block_depth: int = 0
+
+    def __post_init__(self) -> None:
+        self.top_level_names = _top_level_bindings(self.module)
+
+    # -- names ---------------------------------------------------------------------------
+    def qualname(self, expr: cst.BaseExpression) -> str | None:
+        """`th.cuda.synchronize` -> "torch.cuda.synchronize", through import aliases."""
+        if isinstance(expr, cst.Name):
+            if expr.value in self.aliases:
+                return self.aliases[expr.value]
+            return expr.value
+        if isinstance(expr, cst.Attribute):
+            base = self.qualname(expr.value)
+            return None if base is None else f"{base}.{expr.attr.value}"
+        return None
+
+    def call_name(self, node: cst.Call) -> str | None:
+        return self.qualname(node.func)
+
+    def local_name(self, qualified: str) -> str | None:
+        """The name this module binds to `qualified` (a module or object), if any."""
+        for local, target in self.aliases.items():
+            if target == qualified:
+                return local
+        return None
+
+    def torch_attr(self, dotted: str) -> tuple[cst.BaseExpression, tuple[str, ...]]:
+        """An expression for `torch.<dotted>` and the imports it needs (`import torch`)."""
+        local = self.local_name("torch")
+        if local is None and "torch" not in self.aliases and "torch" not in self.top_level_names:
+            return cst.parse_expression(f"torch.{dotted}"), ("torch",)
+        return cst.parse_expression(f"{local or 'torch'}.{dotted}"), ()
+
+    def helper_available(self, name: str) -> bool:
+        """False when the module already binds `name` to something other than the helper,
+        so a fix calling it would call the wrong function."""
+        target = self.aliases.get(name, "")
+        if target == f"{self.settings.helper_module}.{name}":
+            return True
+        return name not in self.aliases and name not in self.top_level_names
+
+    def helper_call(self, name: str, args: Sequence[cst.Arg] = ()) -> cst.Call:
+        return cst.Call(func=cst.Name(name), args=list(args))
+
+    # -- where we are ----------------------------------------------------------------------
+    def is_guarded(self) -> bool:
+        """Inside `if torch.cuda.is_available():`, `if x.is_cuda:`, `try/except ImportError`."""
+        return any(self._guards)
+
+    def at_import_time(self) -> bool:
+        """True outside functions and outside `if __name__ == "__main__":`."""
+        return self._function_depth == 0 and self._main_block_depth == 0
+
+    def parent(self, levels: int = 1) -> cst.CSTNode | None:
+        """The ancestor `levels` up from the node being visited."""
+        index = len(self.stack) - 1 - levels
+        return self.stack[index] if index >= 0 else None
+
+    def ancestors(self) -> list[cst.CSTNode]:
+        """Ancestors of the node being visited, nearest first."""
+        return self.stack[-2::-1]
+
+    # -- engine hooks ----------------------------------------------------------------------
+    def enter(self, node: cst.CSTNode) -> None:
+        self.stack.append(node)
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            self._function_depth += 1
+        elif isinstance(node, cst.Import):
+            self._bind_import(node)
+        elif isinstance(node, cst.ImportFrom):
+            self._bind_import_from(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        self.stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            self._function_depth -= 1
+
+    def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        guard = guards.branch_guard(self, node, attribute)
+        self._guards.append(guard)
+        if attribute == "body" and isinstance(node, cst.If) and guards.is_main_check(node.test):
+            self._main_block_depth += 1
+
+    def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self._guards.pop()
+        if attribute == "body" and isinstance(node, cst.If) and guards.is_main_check(node.test):
+            self._main_block_depth -= 1
+
+    def _bind_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            dotted = _dotted(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases[alias.asname.name.value] = dotted
+            else:
+                head = dotted.split(".", 1)[0]
+                self.aliases[head] = head
+
+    def _bind_import_from(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        relative = bool(node.relative)
+        base = _dotted(node.module) if node.module is not None else ""
+        for alias in node.names:
+            name = _dotted(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases[local] = None if relative else f"{base}.{name}"
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _top_level_bindings(module: cst.Module) -> frozenset[str]:
+    """Names the module's top-level statements define (defs, classes, simple assignments)."""
+    names: set[str] = set()
+    for statement in module.body:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            names.add(statement.name.value)
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign):
+                    names.update(
+                        t.target.value for t in small.targets if isinstance(t.target, cst.Name)
+                    )
+    return frozenset(names)

@@ -1,0 +1,94 @@
+"""Apply the rules' node replacements in one pass, and schedule their imports once."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import CodeRange
+
+from cudalint.finding import Edit, Position
+from cudalint.rules.base import NodeFix
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import Settings
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replacements: Mapping[int, cst.CSTNode]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
+        return self.replacements.get(id(original_node), updated_node)  # type: ignore[return-value]
+
+
+def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings) -> cst.Module:
+    """The module with every fix's target replaced, and the names they use imported."""
+    replaced = module.visit(_Replace({id(fix.target): fix.replacement for fix in fixes}))
+    return _add_imports(replaced, fixes, settings)
+
+
+def _add_imports(module: cst.Module, fixes: Iterable[NodeFix], settings: Settings) -> cst.Module:
+    fixes = list(fixes)
+    helpers = sorted({name for fix in fixes for name in fix.helpers})
+    modules = sorted({name for fix in fixes for name in fix.imports})
+    if not helpers and not modules:
+        return module
+    context = CodemodContext()
+    for name in modules:
+        AddImportsVisitor.add_needed_import(context, name)
+    for name in helpers:
+        AddImportsVisitor.add_needed_import(context, settings.helper_module, name)
+    return AddImportsVisitor(context).transform_module(module)
+
+
+def non_overlapping(
+    candidates: Iterable[tuple[NodeFix, CodeRange]],
+) -> list[NodeFix]:
+    """The fixes of one pass: in source order, skipping any that overlaps one already taken.
+    The skipped ones are applied by the next pass, as ruff does."""
+    chosen: list[NodeFix] = []
+    last_end: tuple[int, int] = (0, 0)
+    for fix, where in sorted(candidates, key=lambda c: (c[1].start.line, c[1].start.column)):
+        start = (where.start.line, where.start.column)
+        if start < last_end:
+            continue
+        chosen.append(fix)
+        last_end = (where.end.line, where.end.column)
+    return chosen
+
+
+def fix_edits(
+    module: cst.Module,
+    fix: NodeFix,
+    positions: Mapping[cst.CSTNode, CodeRange],
+    settings: Settings,
+) -> tuple[Edit, ...]:
+    """The text edits of one fix, as ruff reports them: the replaced node, then the imports."""
+    where = positions[fix.target]
+    edits = [
+        Edit(
+            module.code_for_node(fix.replacement),
+            Position(where.start.line, where.start.column + 1),
+            Position(where.end.line, where.end.column + 1),
+        )
+    ]
+    with_imports = _add_imports(module, [fix], settings)
+    if with_imports is not module:
+        edits.extend(_line_edits(module.code, with_imports.code))
+    return tuple(edits)
+
+
+def _line_edits(before: str, after: str) -> list[Edit]:
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    edits = []
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            edits.append(Edit("".join(new[j1:j2]), Position(i1 + 1, 1), Position(i2 + 1, 1)))
+    return edits

@@ -1,0 +1,114 @@
+"""Which branches only run on a CUDA machine (or only when an optional import worked).
+
+A finding inside such a branch is *guarded*: its severity is lowered one step, never hidden.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+import libcst.matchers as m
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import PythonContext
+
+_PROBES = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.cuda.is_initialized",
+        "torch.backends.cudnn.is_available",
+        "torch.cuda.device_count",
+        "torch.backends.cuda.is_built",
+    }
+)
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def is_cuda_string(expr: cst.BaseExpression) -> bool:
+    """`"cuda"` or `"cuda:<n>"` as a plain string literal."""
+    if not isinstance(expr, cst.SimpleString):
+        return False
+    value = expr.evaluated_value
+    return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
+
+
+def is_cuda_comparison(expr: cst.BaseExpression) -> bool:
+    """`x == "cuda"`, `x.type == "cuda"`, `"cuda" in x`, `x.startswith("cuda")`."""
+    if isinstance(expr, cst.Comparison):
+        operands = [expr.left, *(t.comparator for t in expr.comparisons)]
+        operators = [t.operator for t in expr.comparisons]
+        if any(isinstance(op, (cst.Equal, cst.In)) for op in operators):
+            return any(is_cuda_string(o) for o in operands)
+        return False
+    if isinstance(expr, cst.Call) and m.matches(expr.func, m.Attribute(attr=m.Name("startswith"))):
+        return bool(expr.args) and is_cuda_string(expr.args[0].value)
+    return False
+
+
+def is_cuda_probe(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
+    """True when `expr` is true only where CUDA is in use."""
+    if isinstance(expr, cst.BooleanOperation):
+        left, right = is_cuda_probe(ctx, expr.left), is_cuda_probe(ctx, expr.right)
+        return (left or right) if isinstance(expr.operator, cst.And) else (left and right)
+    if isinstance(expr, cst.Call):
+        return ctx.call_name(expr) in _PROBES
+    if isinstance(expr, cst.Comparison) and isinstance(expr.left, cst.Call):
+        # torch.cuda.device_count() > 0
+        return ctx.call_name(expr.left) in _PROBES
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value == "is_cuda":
+            return True
+        return _names_cuda_flag(expr.attr.value)
+    if isinstance(expr, cst.Name):
+        return _names_cuda_flag(expr.value)
+    return is_cuda_comparison(expr)
+
+
+def _names_cuda_flag(name: str) -> bool:
+    """`use_cuda`, `args.cuda`, `has_cuda`: a flag that says CUDA is in use."""
+    lowered = name.lower()
+    return lowered == "cuda" or lowered.startswith(("use_cuda", "has_cuda", "cuda_avail"))
+
+
+def _negated(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return expr.expression
+    return None
+
+
+def is_main_check(expr: cst.BaseExpression) -> bool:
+    """`if __name__ == "__main__":`"""
+    return m.matches(
+        expr,
+        m.Comparison(
+            left=m.Name("__name__"),
+            comparisons=[m.ComparisonTarget(m.Equal(), comparator=m.SimpleString())],
+        ),
+    )
+
+
+def catches_import_error(node: cst.Try | cst.TryStar) -> bool:
+    for handler in node.handlers:
+        kind = handler.type
+        names: list[cst.BaseExpression] = []
+        if isinstance(kind, cst.Tuple):
+            names = [element.value for element in kind.elements]
+        elif kind is not None:
+            names = [kind]
+        if any(isinstance(n, cst.Name) and n.value in _IMPORT_ERRORS for n in names):
+            return True
+    return False
+
+
+def branch_guard(ctx: PythonContext, node: cst.CSTNode, attribute: str) -> bool:
+    """Whether the child `attribute` of `node` runs only under CUDA (or a working import)."""
+    if isinstance(node, (cst.If, cst.IfExp)) and attribute in ("body", "orelse"):
+        test = node.test
+        if attribute == "body":
+            return is_cuda_probe(ctx, test)
+        inner = _negated(test)
+        return inner is not None and is_cuda_probe(ctx, inner)
+    if isinstance(node, (cst.Try, cst.TryStar)) and attribute == "body":
+        return catches_import_error(node)
+    return False

@@ -1,0 +1,47 @@
+"""Ruff-style suppression comments: `# noqa` (every code) and `# noqa: CUD101, CUD102`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from cudalint.finding import Finding
+
+_NOQA = re.compile(
+    r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE
+)
+_ALL = frozenset({"*"})
+
+NoqaMap = dict[int, frozenset[str]]
+
+
+def parse_noqa(lines: Sequence[str]) -> NoqaMap:
+    """1-based row -> the codes its `# noqa` comment names (`{"*"}` for a bare `# noqa`)."""
+    found: NoqaMap = {}
+    for row, line in enumerate(lines, start=1):
+        if "noqa" not in line and "NOQA" not in line:
+            continue
+        match = _NOQA.search(line)
+        if match is None:
+            continue
+        codes = match.group("codes")
+        found[row] = _ALL if codes is None else frozenset(re.split(r"[\s,]+", codes.upper()))
+    return found
+
+
+def is_suppressed(finding: Finding, noqa: NoqaMap) -> bool:
+    """A finding is suppressed by a matching comment on its first or last row."""
+    if finding.code is None:
+        return False
+    for row in {finding.location.row, finding.end_location.row}:
+        codes = noqa.get(row)
+        if codes is not None and (codes is _ALL or "*" in codes or finding.code in codes):
+            return True
+    return False
+
+
+def unsuppressed(findings: Iterable[Finding], lines: Sequence[str]) -> list[Finding]:
+    noqa = parse_noqa(lines)
+    if not noqa:
+        return list(findings)
+    return [finding for finding in findings if not is_suppressed(finding, noqa)]

@@ -1,0 +1,189 @@
+"""A whole run: discover files, pick the rules for each, check (and fix) each file by kind."""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cudalint import rules as registry
+from cudalint.config import Config
+from cudalint.discovery import discover
+from cudalint.engine import noqa, project
+from cudalint.engine.autofix import FixError, fix_python
+from cudalint.engine.context import Settings
+from cudalint.engine.python import error_finding, lint_python
+from cudalint.engine.writer import write_atomic
+from cudalint.finding import Finding
+from cudalint.kinds import FileKind, SourceFile
+from cudalint.rules.base import FileRule, PythonRule, Rule
+
+
+@dataclass
+class RunOptions:
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False  # show the fixes as a diff; write nothing
+    want_edits: bool = False  # compute each fix's text edits (json, sarif, the LSP)
+    select: list[str] | None = None  # override the configuration's
+    ignore: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FileReport:
+    path: Path
+    findings: list[Finding]
+    text: str | None = None  # the checked text (after fixing), for source excerpts
+    fixed: int = 0  # fixes applied (or, with --diff, that would be)
+    diff: str = ""
+
+
+@dataclass
+class Job:
+    """One file's check: what it reads, with which rules, and whether it may write."""
+
+    path: Path
+    kind: FileKind
+    data: bytes
+    python_rules: tuple[type[PythonRule], ...]
+    file_rules: tuple[FileRule, ...]
+    settings: Settings
+    keywords: tuple[bytes, ...]
+    options: RunOptions
+
+
+# A checker per file kind; the notebook checker registers itself here.
+Checker = Callable[[Job], FileReport]
+CHECKERS: dict[FileKind, Checker] = {}
+
+
+def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...]:
+    select = options.select if options.select is not None else config.select
+    ignore = options.ignore if options.ignore is not None else config.ignore
+    return registry.select([*select, *config.extend_select, *options.extend_select], ignore)
+
+
+def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
+    enabled = selected_rules(config, options)
+    settings = project.settings_for(config)
+    reports = []
+    for path, kind in discover(paths, config):
+        rules = _rules_for(path, enabled, config)
+        reports.append(check_file(path, kind, rules, settings, options))
+    return reports
+
+
+def check_file(
+    path: Path,
+    kind: FileKind,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    options: RunOptions,
+    data: bytes | None = None,
+) -> FileReport:
+    """Check one file (from `data` when given: an editor's unsaved buffer)."""
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            return FileReport(path, [error_finding(path, f"cannot read: {error.strerror}")])
+    python_rules = tuple(r for r in rules if issubclass(r, PythonRule))
+    job = Job(
+        path=path,
+        kind=kind,
+        data=data,
+        python_rules=python_rules,
+        file_rules=tuple(r() for r in rules if issubclass(r, FileRule) and kind in r.file_kinds),
+        settings=settings,
+        keywords=tuple(k.encode() for r in python_rules for k in r.keywords),
+        options=options,
+    )
+    if kind is FileKind.PYTHON:
+        return check_python(job)
+    return CHECKERS.get(kind, check_other)(job)
+
+
+def check_python(job: Job) -> FileReport:
+    options = job.options
+    if not (options.fix or options.diff):
+        result = lint_python(job.data, job.path, job.python_rules, job.settings,
+                             keywords=job.keywords, want_edits=options.want_edits)
+        return FileReport(job.path, result.findings, _text(result.module))
+    try:
+        outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
+                             unsafe=options.unsafe_fixes, keywords=job.keywords)
+    except FixError as error:
+        return FileReport(job.path, [error_finding(job.path, str(error))])
+    return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings)
+
+
+def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) -> FileReport:
+    """Write (or diff) a fixed file; the report keeps the findings left after fixing."""
+    text = fixed.decode("utf-8", errors="replace")
+    report = FileReport(job.path, findings, text, applied)
+    if fixed == job.data:
+        return report
+    if job.options.diff:
+        before = job.data.decode("utf-8", errors="replace")
+        report.diff = unified_diff(before, text, job.path)
+    else:
+        write_atomic(job.path, fixed)
+    return report
+
+
+def check_other(job: Job) -> FileReport:
+    """A non-Python file, read by the FileRules of its kind."""
+    if not job.file_rules:
+        return FileReport(job.path, [])
+    text: str | None = None
+    if job.kind not in (FileKind.SHARED_LIBRARY, FileKind.CUDA_SOURCE):
+        try:
+            text = job.data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return FileReport(job.path, [error_finding(job.path, "not UTF-8 text")])
+    findings: list[Finding] = []
+    source = SourceFile(job.path, job.kind, job.data, text)
+    for rule in job.file_rules:
+        findings.extend(rule.check(source))
+    if text is not None:
+        findings = noqa.unsuppressed(findings, text.splitlines())
+    return FileReport(job.path, findings, text)
+
+
+def unified_diff(before: str, after: str, path: Path) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile=str(path),
+        )
+    )
+
+
+def _rules_for(path: Path, enabled: Sequence[type[Rule]], config: Config) -> tuple[type[Rule], ...]:
+    ignored = [
+        code.upper()
+        for pattern, codes in config.per_file_ignores.items()
+        if _matches(path, pattern, config.root)
+        for code in codes
+    ]
+    if not ignored:
+        return tuple(enabled)
+    return tuple(r for r in enabled if not any(r.code.startswith(c) for c in ignored))
+
+
+def _matches(path: Path, pattern: str, root: Path) -> bool:
+    try:
+        relative = path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        relative = path.as_posix()
+    return fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern)
+
+
+def _text(module: object) -> str | None:
+    code = getattr(module, "code", None)
+    return code if isinstance(code, str) else None

@@ -1,0 +1,103 @@
+"""File kinds: which checker reads a file, decided from its name alone."""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+
+class FileKind(str, enum.Enum):
+    PYTHON = "python"
+    NOTEBOOK = "notebook"
+    REQUIREMENTS = "requirements"  # requirements*.txt, constraints*.txt
+    CONDA = "conda"  # environment*.yml / .yaml
+    PYPROJECT = "pyproject"  # pyproject.toml
+    SETUP_CFG = "setup-cfg"
+    DOCKERFILE = "dockerfile"  # Dockerfile, *.Dockerfile, Containerfile
+    COMPOSE = "compose"  # docker-compose*.yml, compose*.yml
+    SHELL = "shell"  # *.sh, *.bash, *.slurm, *.sbatch, *.pbs
+    MAKEFILE = "makefile"
+    CMAKE = "cmake"  # CMakeLists.txt, *.cmake
+    CI = "ci"  # .github/workflows/*.yml, .gitlab-ci.yml
+    CUDA_SOURCE = "cuda-source"  # *.cu, *.cuh
+    SHARED_LIBRARY = "shared-library"  # *.so, *.so.N
+
+
+# (kind, glob on the file name); the first match wins.
+_NAME_PATTERNS: tuple[tuple[FileKind, str], ...] = (
+    (FileKind.PYTHON, "*.py"),
+    (FileKind.PYTHON, "*.pyi"),
+    (FileKind.NOTEBOOK, "*.ipynb"),
+    (FileKind.REQUIREMENTS, "requirements*.txt"),
+    (FileKind.REQUIREMENTS, "requirements*.in"),
+    (FileKind.REQUIREMENTS, "constraints*.txt"),
+    (FileKind.CONDA, "environment*.yml"),
+    (FileKind.CONDA, "environment*.yaml"),
+    (FileKind.CONDA, "conda*.yml"),
+    (FileKind.CONDA, "conda*.yaml"),
+    (FileKind.PYPROJECT, "pyproject.toml"),
+    (FileKind.SETUP_CFG, "setup.cfg"),
+    (FileKind.DOCKERFILE, "Dockerfile"),
+    (FileKind.DOCKERFILE, "Dockerfile.*"),
+    (FileKind.DOCKERFILE, "*.Dockerfile"),
+    (FileKind.DOCKERFILE, "*.dockerfile"),
+    (FileKind.DOCKERFILE, "Containerfile"),
+    (FileKind.COMPOSE, "docker-compose*.yml"),
+    (FileKind.COMPOSE, "docker-compose*.yaml"),
+    (FileKind.COMPOSE, "compose*.yml"),
+    (FileKind.COMPOSE, "compose*.yaml"),
+    (FileKind.SHELL, "*.sh"),
+    (FileKind.SHELL, "*.bash"),
+    (FileKind.SHELL, "*.zsh"),
+    (FileKind.SHELL, "*.slurm"),
+    (FileKind.SHELL, "*.sbatch"),
+    (FileKind.SHELL, "*.pbs"),
+    (FileKind.MAKEFILE, "Makefile"),
+    (FileKind.MAKEFILE, "makefile"),
+    (FileKind.MAKEFILE, "GNUmakefile"),
+    (FileKind.MAKEFILE, "*.mk"),
+    (FileKind.CMAKE, "CMakeLists.txt"),
+    (FileKind.CMAKE, "*.cmake"),
+    (FileKind.CI, ".gitlab-ci.yml"),
+    (FileKind.CUDA_SOURCE, "*.cu"),
+    (FileKind.CUDA_SOURCE, "*.cuh"),
+    (FileKind.SHARED_LIBRARY, "*.so"),
+    (FileKind.SHARED_LIBRARY, "*.so.*"),
+)
+
+
+def classify(path: Path) -> FileKind | None:
+    """The kind of a file from its name (and, for CI workflows, its folder)."""
+    name = path.name
+    parts = path.parts
+    if len(parts) >= 3 and parts[-3:-1] == (".github", "workflows") and name.endswith(
+        (".yml", ".yaml")
+    ):
+        return FileKind.CI
+    for kind, pattern in _NAME_PATTERNS:
+        if fnmatch.fnmatchcase(name, pattern):
+            return kind
+    return None
+
+
+@dataclass
+class SourceFile:
+    """A file's bytes, and its text where it is text. `text` is None for binary kinds."""
+
+    path: Path
+    kind: FileKind
+    data: bytes
+    text: str | None
+
+    @cached_property
+    def lines(self) -> list[str]:
+        """The text's lines without their line endings; `line(row)` is 1-based."""
+        return (self.text or "").splitlines()
+
+    def line(self, row: int) -> str:
+        if 1 <= row <= len(self.lines):
+            return self.lines[row - 1]
+        return ""

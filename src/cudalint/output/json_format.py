@@ -1,0 +1,53 @@
+"""`--output-format json`: a list of objects with ruff's keys, plus severity, guarded, category."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from cudalint.engine.runner import FileReport
+from cudalint.finding import Finding, Position
+from cudalint.output.paths import absolute
+from cudalint.rules import rule_by_code
+
+
+def _position(position: Position) -> dict[str, int]:
+    return {"row": position.row, "column": position.column}
+
+
+def finding_to_dict(finding: Finding) -> dict[str, Any]:
+    rule = rule_by_code(finding.code) if finding.code else None
+    fix = None
+    if finding.fix is not None:
+        fix = {
+            "applicability": finding.fix.applicability.value,
+            "message": finding.fix.message,
+            "edits": [
+                {
+                    "content": edit.content,
+                    "location": _position(edit.location),
+                    "end_location": _position(edit.end_location),
+                }
+                for edit in finding.fix.edits
+            ],
+        }
+    return {
+        "code": finding.code,
+        "message": finding.message,
+        "filename": absolute(finding.path),
+        "location": _position(finding.location),
+        "end_location": _position(finding.end_location),
+        "fix": fix,
+        "noqa_row": finding.location.row,
+        "cell": finding.cell,
+        "severity": str(finding.severity),
+        "guarded": finding.guarded,
+        "category": finding.category.value,
+        "url": rule.url() if rule else None,
+    }
+
+
+def render(reports: Sequence[FileReport]) -> str:
+    findings = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
+    return json.dumps([finding_to_dict(f) for f in findings], indent=2) + "\n"

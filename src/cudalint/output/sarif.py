@@ -1,0 +1,75 @@
+"""`--output-format sarif`: SARIF 2.1.0, for code-scanning dashboards."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cudalint import __version__
+from cudalint.engine.runner import FileReport
+from cudalint.finding import Finding, Severity
+from cudalint.rules import all_rules
+
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+def _rules() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.message},
+            "fullDescription": {"text": rule.doc()},
+            "helpUri": rule.url(),
+            "defaultConfiguration": {"level": _LEVEL[rule.severity]},
+        }
+        for rule in all_rules()
+    ]
+
+
+def _result(finding: Finding) -> dict[str, Any]:
+    region = {
+        "startLine": finding.location.row,
+        "startColumn": finding.location.column,
+        "endLine": finding.end_location.row,
+        "endColumn": finding.end_location.column,
+    }
+    return {
+        "ruleId": finding.code or "syntax-error",
+        "level": _LEVEL[finding.severity],
+        "message": {"text": finding.message},
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": Path(finding.path).resolve().as_uri()},
+                    "region": region,
+                }
+            }
+        ],
+        "properties": {"guarded": finding.guarded, "category": finding.category.value},
+    }
+
+
+def render(reports: Sequence[FileReport]) -> str:
+    findings = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
+    document = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "cudalint",
+                        "version": __version__,
+                        "informationUri": "https://github.com/cudalint/cudalint",
+                        "rules": _rules(),
+                    }
+                },
+                "results": [_result(f) for f in findings],
+            }
+        ],
+    }
+    return json.dumps(document, indent=2) + "\n"

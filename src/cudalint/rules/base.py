@@ -1,0 +1,183 @@
+"""The rule classes. A rule reports; the engine positions, filters, and fixes.
+
+A rule class is its own spec: its docstring (What it does / Why is this bad? / Example /
+Use instead / Fix safety) becomes its documentation page, and its VALID and INVALID examples
+are run by a generated test (tests/rules/test_examples.py).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+from cudalint.finding import Applicability, Finding, Position, Severity
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import PythonContext
+    from cudalint.kinds import SourceFile
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code that must not be reported. `path` picks the file kind (a requirements file, ...)."""
+
+    code: str
+    path: str = "example.py"
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code that must be reported at least once by the rule.
+
+    `fixed` is what `--fix` makes of it (with `--unsafe-fixes` when `unsafe`); None: no fix.
+    `count` is how many findings of the rule the code yields.
+    """
+
+    code: str
+    fixed: str | None = None
+    unsafe: bool = False
+    path: str = "example.py"
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class NodeFix:
+    """Replace `target` (a node of the parsed module) with `replacement`.
+
+    `helpers` are names the replacement uses from the configured helper module
+    (`pick_device`, `synchronize`, ...); `imports` are plain `import X` modules it needs.
+    """
+
+    target: cst.CSTNode
+    replacement: cst.CSTNode
+    message: str
+    applicability: Applicability = Applicability.SAFE
+    helpers: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+
+
+@dataclass
+class Report:
+    """What a Python rule says about a node, before the engine positions it."""
+
+    code: str
+    node: cst.CSTNode
+    message: str
+    severity: Severity
+    guarded: bool
+    fix: NodeFix | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class Rule:
+    """Metadata shared by every rule. Subclasses set the class variables."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, as in ruff: "hardcoded-cuda-device"
+    message: ClassVar[str]  # the default message
+    severity: ClassVar[Severity] = Severity.ERROR
+    # Substrings, one of which a file must contain for the rule to have anything to find.
+    # Used to skip parsing files that no enabled rule could report on.
+    keywords: ClassVar[tuple[str, ...]] = ("cuda",)
+    VALID: ClassVar[tuple[Valid | str, ...]] = ()
+    INVALID: ClassVar[tuple[Invalid, ...]] = ()
+
+    @classmethod
+    def fix_applicability(cls) -> Applicability | None:
+        """Whether the rule can fix, derived from its examples as in Fixit."""
+        fixed = [ex for ex in cls.INVALID if ex.fixed is not None]
+        if not fixed:
+            return None
+        if all(ex.unsafe for ex in fixed):
+            return Applicability.UNSAFE
+        return Applicability.SAFE
+
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def url(cls) -> str:
+        return f"https://cudalint.readthedocs.io/en/latest/rules/{cls.code}/"
+
+
+class PythonRule(Rule):
+    """A rule over a Python module. Define `visit_<Node>` / `leave_<Node>` methods, as on a
+    libcst visitor; the engine calls every enabled rule from one traversal of the tree.
+    `self.ctx` resolves import aliases, knows the enclosing guards and scope, and builds
+    helper calls for fixes.
+    """
+
+    def __init__(self, ctx: PythonContext) -> None:
+        self.ctx = ctx
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        *,
+        fix: NodeFix | None = None,
+        severity: Severity | None = None,
+        guarded: bool | None = None,
+        **extra: str,
+    ) -> None:
+        self.ctx.reports.append(
+            Report(
+                code=self.code,
+                node=node,
+                message=message or self.message,
+                severity=severity or self.severity,
+                guarded=self.ctx.is_guarded() if guarded is None else guarded,
+                fix=fix,
+                extra=dict(extra),
+            )
+        )
+
+
+class FileRule(Rule):
+    """A rule over a non-Python file (requirements, environment.yml, Dockerfile, ...).
+
+    `file_kinds` names the kinds (cudalint.kinds.FileKind values) the rule reads.
+    """
+
+    file_kinds: ClassVar[frozenset[str]] = frozenset()
+
+    def check(self, source: SourceFile) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    def finding(
+        self,
+        source: SourceFile,
+        row: int,
+        column: int = 1,
+        end_row: int | None = None,
+        end_column: int | None = None,
+        message: str | None = None,
+        *,
+        severity: Severity | None = None,
+        guarded: bool = False,
+    ) -> Finding:
+        """A finding at 1-based `row`/`column`; the end defaults to the end of the row."""
+        if end_row is None:
+            end_row = row
+        if end_column is None:
+            end_column = len(source.line(end_row)) + 1
+        finding = Finding(
+            code=self.code,
+            message=message or self.message,
+            path=source.path,
+            location=Position(row, column),
+            end_location=Position(end_row, end_column),
+            severity=severity or self.severity,
+        )
+        return finding.with_guard() if guarded else finding
+
+
+def iter_examples(rule: type[Rule]) -> Iterator[Valid | Invalid]:
+    for example in rule.VALID:
+        yield Valid(example) if isinstance(example, str) else example
+    yield from rule.INVALID

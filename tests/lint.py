@@ -1,0 +1,50 @@
+"""Run the engine on source text in a temporary project, for rule tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from cudalint.config import Config
+from cudalint.engine import project
+from cudalint.engine.runner import FileReport, RunOptions, check_file
+from cudalint.finding import Finding
+from cudalint.kinds import FileKind, classify
+from cudalint.rules import all_rules, rule_by_code
+from cudalint.rules.base import Rule
+
+
+def _rules(codes: Sequence[str] | None) -> tuple[type[Rule], ...]:
+    if codes is None:
+        return all_rules()
+    return tuple(rule for code in codes if (rule := rule_by_code(code)) is not None)
+
+
+def run_on(
+    tmp_path: Path,
+    source: str | bytes,
+    *,
+    name: str = "example.py",
+    codes: Sequence[str] | None = None,
+    fix: bool = False,
+    unsafe: bool = False,
+    config: Config | None = None,
+) -> tuple[FileReport, bytes]:
+    """Check (and fix) `source` written to tmp_path/name; returns the report and the file after."""
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(source.encode() if isinstance(source, str) else source)
+    config = config or Config(root=tmp_path)
+    kind = classify(path) or FileKind.PYTHON
+    options = RunOptions(fix=fix or unsafe, unsafe_fixes=unsafe, want_edits=True)
+    report = check_file(path, kind, _rules(codes), project.settings_for(config), options)
+    return report, path.read_bytes()
+
+
+def findings(tmp_path: Path, source: str, *, name: str = "example.py",
+             codes: Sequence[str] | None = None) -> list[Finding]:
+    return run_on(tmp_path, source, name=name, codes=codes)[0].findings
+
+
+def codes_at(found: Sequence[Finding]) -> list[tuple[str | None, int, int]]:
+    return sorted((f.code, f.location.row, f.location.column) for f in found)

@@ -1,0 +1,58 @@
+"""Every rule's VALID and INVALID examples, run through the engine: a rule is its own spec."""
+
+from __future__ import annotations
+
+import pytest
+
+from cudalint.rules import all_rules
+from cudalint.rules.base import Invalid, Valid, iter_examples
+from tests.lint import run_on
+
+CASES = [
+    pytest.param(rule, example, id=f"{rule.code}-{type(example).__name__.lower()}-{index}")
+    for rule in all_rules()
+    for index, example in enumerate(iter_examples(rule))
+]
+
+
+@pytest.mark.parametrize(("rule", "example"), CASES)
+def test_example(tmp_path, rule, example):
+    report, _ = run_on(tmp_path, example.code, name=example.path, codes=[rule.code])
+    own = [f for f in report.findings if f.code == rule.code]
+    errors = [f for f in report.findings if f.code is None]
+    assert not errors, errors
+    if isinstance(example, Valid):
+        assert own == []
+        return
+    assert len(own) == example.count, [(f.location, f.message) for f in own]
+    if example.fixed is None:
+        assert all(f.fix is None for f in own)
+        return
+    _, after = run_on(tmp_path, example.code, name=example.path, codes=[rule.code],
+                      fix=True, unsafe=example.unsafe)
+    assert after.decode() == example.fixed
+    # Fixing is idempotent: a second pass changes nothing.
+    _, again = run_on(tmp_path, after, name=example.path, codes=[rule.code], fix=True,
+                      unsafe=example.unsafe)
+    assert again == after
+
+
+@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+def test_rule_is_documented(rule):
+    doc = rule.doc()
+    for section in ("## What it does", "## Why is this bad?", "## Example"):
+        assert section in doc, f"{rule.code} lacks {section!r}"
+    assert rule.INVALID, f"{rule.code} has no INVALID example"
+    assert rule.VALID, f"{rule.code} has no VALID example"
+    if rule.fix_applicability() is not None:
+        assert "## Fix safety" in doc
+
+
+def test_unsafe_examples_need_unsafe_fixes(tmp_path):
+    """An example marked unsafe is not fixed by plain --fix."""
+    for rule in all_rules():
+        for example in rule.INVALID:
+            if isinstance(example, Invalid) and example.unsafe and example.fixed is not None:
+                _, after = run_on(tmp_path, example.code, name=example.path,
+                                  codes=[rule.code], fix=True)
+                assert after.decode() == example.code, rule.code
