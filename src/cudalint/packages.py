@@ -1,0 +1,71 @@
+"""The table of CUDA-only packages (data/cuda_packages.toml), shared by CUD201, CUD401, CUD402."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from cudalint.finding import Severity
+
+
+@dataclass(frozen=True)
+class CudaPackage:
+    name: str
+    imports: tuple[str, ...]
+    pip: tuple[str, ...]
+    conda: tuple[str, ...]
+    alternative: str
+    severity: Severity = Severity.ERROR
+
+
+@cache
+def load_packages() -> tuple[CudaPackage, ...]:
+    text = resources.files("cudalint.data").joinpath("cuda_packages.toml").read_text("utf-8")
+    return tuple(
+        CudaPackage(
+            name=entry["name"],
+            imports=tuple(entry.get("imports", ())),
+            pip=tuple(normalize(p) for p in entry.get("pip", ())),
+            conda=tuple(entry.get("conda", ())),
+            alternative=entry["alternative"],
+            severity=Severity[entry.get("severity", "error").upper()],
+        )
+        for entry in tomllib.loads(text)["package"]
+    )
+
+
+def normalize(distribution: str) -> str:
+    """PEP 503 normalisation: `Flash_Attn` -> `flash-attn` (globs keep their `*`)."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def by_import(module: str) -> CudaPackage | None:
+    """The package an imported module belongs to: `cupy.cuda` -> cupy; `numba` -> None."""
+    for package in load_packages():
+        for root in package.imports:
+            if module == root or module.startswith(root + "."):
+                return package
+    return None
+
+
+def by_pip(distribution: str) -> CudaPackage | None:
+    name = normalize(distribution)
+    return next((p for p in load_packages() if any(fnmatch.fnmatchcase(name, g) for g in p.pip)),
+                None)
+
+
+def by_conda(name: str) -> CudaPackage | None:
+    lowered = name.lower()
+    return next(
+        (p for p in load_packages() if any(fnmatch.fnmatchcase(lowered, g) for g in p.conda)),
+        None,
+    )

@@ -1,0 +1,196 @@
+"""CUD103: a device choice between CUDA and CPU that never considers MPS."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from cudalint.engine.guards import is_cuda_probe
+from cudalint.finding import Severity
+from cudalint.rules.base import Invalid, NodeFix, PythonRule
+from cudalint.rules.cud1_device.device_strings import (
+    DeviceString,
+    cuda_device_expr,
+    is_cpu_device,
+    makes_torch_device,
+)
+from cudalint.rules.cud1_device.fixes import device_replacement
+from cudalint.rules.cud1_device.prose import in_prose
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import PythonContext
+
+
+@dataclass(frozen=True)
+class Choice:
+    """`"cuda" if torch.cuda.is_available() else "cpu"`, as an expression or an if/else."""
+
+    node: cst.IfExp | cst.If
+    cuda: DeviceString
+    as_device: bool  # the choice makes a torch.device, not a str
+    exact_probe: bool  # the test is exactly torch.cuda.is_available()
+    target: cst.AssignTarget | None = None  # the if/else form assigns this
+
+
+def _exact_probe(ctx: PythonContext, test: cst.BaseExpression) -> bool:
+    return isinstance(test, cst.Call) and ctx.call_name(test) == "torch.cuda.is_available" \
+        and not test.args
+
+
+def choice_of(ctx: PythonContext, node: cst.CSTNode) -> Choice | None:
+    if isinstance(node, cst.IfExp):
+        return _expression_choice(ctx, node)
+    if isinstance(node, cst.If):
+        return _statement_choice(ctx, node)
+    return None
+
+
+def _expression_choice(ctx: PythonContext, node: cst.IfExp) -> Choice | None:
+    if not is_cuda_probe(ctx, node.test) or not is_cpu_device(ctx, node.orelse):
+        return None
+    cuda = cuda_device_expr(ctx, node.body)
+    if cuda is None:
+        return None
+    return Choice(node, cuda, makes_torch_device(ctx, node.body), _exact_probe(ctx, node.test))
+
+
+def _single_assign(block: cst.BaseSuite) -> cst.Assign | None:
+    if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
+        return None
+    line = block.body[0]
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        return None
+    statement = line.body[0]
+    if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+        return statement
+    return None
+
+
+def _statement_choice(ctx: PythonContext, node: cst.If) -> Choice | None:
+    if not is_cuda_probe(ctx, node.test) or not isinstance(node.orelse, cst.Else):
+        return None
+    then, other = _single_assign(node.body), _single_assign(node.orelse.body)
+    if then is None or other is None or not is_cpu_device(ctx, other.value):
+        return None
+    code = ctx.module.code_for_node
+    if code(then.targets[0].target) != code(other.targets[0].target):
+        return None
+    cuda = cuda_device_expr(ctx, then.value)
+    if cuda is None:
+        return None
+    return Choice(node, cuda, makes_torch_device(ctx, then.value),
+                  _exact_probe(ctx, node.test), then.targets[0])
+
+
+def inside_choice(ctx: PythonContext) -> bool:
+    """Whether the node being visited sits in a CUD103 choice (which reports it instead)."""
+    return any(choice_of(ctx, node) is not None for node in ctx.ancestors()[:8])
+
+
+class CudaOrCpuChoice(PythonRule):
+    """
+    ## What it does
+    Finds device choices that pick CUDA when it is available and otherwise fall back to the
+    CPU: `"cuda" if torch.cuda.is_available() else "cpu"`, its `torch.device(...)` form, and
+    the same choice written as an `if`/`else` assignment.
+
+    ## Why is this bad?
+    On an Apple Silicon Mac the choice lands on the CPU and never uses the GPU (MPS), so the
+    code runs, but slowly.
+
+    ## Example
+    ```python
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    ```
+
+    ## Use instead
+    ```python
+    from cudalint.device import pick_device
+
+    device = pick_device()
+    ```
+
+    ## Fix safety
+    Safe when the test is exactly `torch.cuda.is_available()`: `pick_device()` returns CUDA
+    wherever CUDA is available. A `str` choice stays a `str` (`str(pick_device())`). A test
+    that also reads a user's flag (`args.cuda and torch.cuda.is_available()`) has no fix,
+    since `pick_device()` would ignore the flag.
+    """
+
+    code = "CUD103"
+    name = "cuda-or-cpu-choice"
+    message = "Device choice between CUDA and CPU skips MPS"
+    severity = Severity.WARNING
+    keywords = ("is_available", "cuda")
+    VALID = (
+        "device = 'mps' if torch.backends.mps.is_available() else 'cpu'\n",
+        "device = ('cuda' if torch.cuda.is_available() else\n"
+        "          'mps' if torch.backends.mps.is_available() else 'cpu')\n",
+        "x = 'gpu' if torch.cuda.is_available() else 'cpu'\n",
+        "print('cuda' if torch.cuda.is_available() else 'cpu')\n",
+    )
+    INVALID = (
+        Invalid(
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+            "import torch\nfrom cudalint.device import pick_device\n\ndevice = pick_device()\n",
+        ),
+        Invalid(
+            "import torch\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
+            "import torch\nfrom cudalint.device import pick_device\n\n"
+            "DEVICE = str(pick_device())\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "dev = torch.device('cuda:1') if torch.cuda.is_available() else torch.device('cpu')\n",
+            "import torch\nfrom cudalint.device import pick_device\n\ndev = pick_device(1)\n",
+        ),
+        Invalid(
+            "import torch\n\n# pick a device\nif torch.cuda.is_available():\n"
+            "    device = torch.device('cuda')\nelse:\n    device = torch.device('cpu')\n",
+            "import torch\nfrom cudalint.device import pick_device\n\n"
+            "# pick a device\ndevice = pick_device()\n",
+        ),
+        Invalid("device = 'cuda' if args.cuda and torch.cuda.is_available() else 'cpu'\n"),
+        Invalid("device = 'cuda' if use_cuda else 'cpu'\n"),
+    )
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.IfExp | cst.If) -> None:
+        choice = choice_of(self.ctx, node)
+        if choice is None or in_prose(self.ctx):
+            return
+        self.report(node, fix=self._fix(choice))
+
+    def _fix(self, choice: Choice) -> NodeFix | None:
+        if not choice.exact_probe or not self.ctx.helper_available("pick_device"):
+            return None
+        node = choice.node
+        if isinstance(node, cst.If):
+            assert choice.target is not None
+            value = device_replacement(self.ctx, choice.cuda.index, as_device=choice.as_device)
+            line = cst.SimpleStatementLine(
+                body=[cst.Assign(targets=[choice.target], value=value)],
+                leading_lines=node.leading_lines,
+            )
+            return NodeFix(node, line, "Replace with `pick_device()`", helpers=("pick_device",))
+        outer = _enclosing_torch_device(self.ctx, node)
+        as_device = choice.as_device or outer is not None
+        value = device_replacement(self.ctx, choice.cuda.index, as_device=as_device)
+        target = outer if outer is not None else node
+        return NodeFix(target, value, "Replace with `pick_device()`", helpers=("pick_device",))
+
+
+def _enclosing_torch_device(ctx: PythonContext, node: cst.IfExp) -> cst.Call | None:
+    """`torch.device(<choice>)`: the call the choice is the only argument of."""
+    arg, call = ctx.parent(1), ctx.parent(2)
+    if isinstance(arg, cst.Arg) and isinstance(call, cst.Call) and len(call.args) == 1 \
+            and makes_torch_device(ctx, call):
+        return call
+    return None

@@ -1,0 +1,298 @@
+"""CUD101: hard-coded CUDA device strings."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cudalint.rules.base import Invalid, NodeFix, PythonRule
+from cudalint.rules.cud1_device.device_choice import inside_choice
+from cudalint.rules.cud1_device.device_strings import (
+    DeviceString,
+    cuda_device_expr,
+    is_device_name,
+    names_a_device,
+    parse_device_string,
+)
+from cudalint.rules.cud1_device.fixes import device_replacement
+from cudalint.rules.cud1_device.prose import in_prose
+
+_STR_KEYWORDS = frozenset({"device", "map_location"})  # keyword arguments that take a device
+_DICT_KEYS = frozenset({"device", "map_location"})  # kwargs dicts passed on with **
+_Scope = tuple[int, str]
+
+
+class HardcodedCudaDevice(PythonRule):
+    """
+    ## What it does
+    Finds CUDA device strings: any `"cuda:<index>"` literal (`"cuda:0"`, `f"cuda:{rank}"`,
+    `"cuda:%d" % rank`, `"cuda:{}".format(rank)`, `"cuda:" + str(rank)`) outside prose, and a
+    bare `"cuda"` where it is used as a device: in `torch.device(...)`, `.to(...)`, a
+    `device=` or `map_location=` keyword, `torch.set_default_device`, an argparse `--device`
+    default, a constant, variable, attribute or parameter named like a device
+    (`DEVICE = "cuda"`), a kwargs dict, or a local variable that reaches one of these
+    (`loc = f"cuda:{r}"; torch.load(p, map_location=loc)`). Strings in messages, logs,
+    docstrings, comments, dict keys, comparisons and run names are not reported.
+
+    ## Why is this bad?
+    A CUDA device fails on a Mac and on a CPU-only machine:
+    `AssertionError: Torch not compiled with CUDA enabled`.
+
+    ## Example
+    ```python
+    DEVICE = "cuda"
+    state = torch.load(path, map_location=f"cuda:{rank}")
+    x = torch.zeros(3, device=torch.device("cuda", rank))
+    ```
+
+    ## Use instead
+    ```python
+    from cudalint.device import pick_device
+
+    DEVICE = str(pick_device())
+    state = torch.load(path, map_location=str(pick_device(rank)))
+    x = torch.zeros(3, device=pick_device(rank))
+    ```
+
+    ## Fix safety
+    Safe: `pick_device()` returns CUDA (with the same index) wherever CUDA is available. The
+    fix keeps the expression's type: a string stays a string (`str(pick_device())`), a
+    `torch.device(...)` becomes `pick_device(...)`.
+    """
+
+    code = "CUD101"
+    name = "hardcoded-cuda-device"
+    message = "Hard-coded CUDA device"
+    keywords = ("cuda",)
+    VALID = (
+        'print("moving the model to cuda:0")\n',
+        'logger.info("device: cuda")\n',
+        'def f():\n    """Runs on cuda:0 by default."""\n',
+        "# device = 'cuda'\nx = 1\n",
+        'stats = {"cuda:0": 1.0}\n',
+        'if device == "cuda":\n    pass\n',
+        'wandb.init(name="cuda:0-baseline")\n',
+        "x = y.to(x.device)\n",
+        'backend = "cuda"\n',
+        'raise RuntimeError("cuda:0 is busy")\n',
+        "parser.add_argument('--device', help='a device such as cuda:0')\n",
+        'with torch.autocast(device_type="cuda"):\n    pass\n',
+        'name = f"run-cuda:{rank}"\n',
+    )
+    INVALID = (
+        Invalid(
+            'DEVICE = "cuda"\n',
+            "from cudalint.device import pick_device\n\nDEVICE = str(pick_device())\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.zeros(3, device='cuda:0')\n",
+            "import torch\nfrom cudalint.device import pick_device\n\n"
+            "x = torch.zeros(3, device=str(pick_device(0)))\n",
+        ),
+        Invalid(
+            "import torch\nd = torch.device('cuda', rank)\n",
+            "import torch\nfrom cudalint.device import pick_device\n\nd = pick_device(rank)\n",
+        ),
+        Invalid(
+            "import torch as th\nd = th.device(f'cuda:{rank}')\n",
+            "import torch as th\nfrom cudalint.device import pick_device\n\nd = pick_device(rank)\n",
+        ),
+        Invalid(
+            "model.to('cuda')\n",
+            "from cudalint.device import pick_device\n\nmodel.to(str(pick_device()))\n",
+        ),
+        Invalid(
+            "loc = 'cuda:%d' % args.rank\nstate = torch.load(path, map_location=loc)\n",
+            "from cudalint.device import pick_device\n\n"
+            "loc = str(pick_device(args.rank))\nstate = torch.load(path, map_location=loc)\n",
+        ),
+        Invalid(
+            "loc = 'cuda'\nstate = torch.load(path, map_location=loc)\n",
+            "from cudalint.device import pick_device\n\n"
+            "loc = str(pick_device())\nstate = torch.load(path, map_location=loc)\n",
+        ),
+        Invalid(
+            "torch.set_default_device('cuda')\n",
+            "from cudalint.device import pick_device\n\n"
+            "torch.set_default_device(str(pick_device()))\n",
+        ),
+        Invalid(
+            "parser.add_argument('--device', default='cuda')\n",
+            "from cudalint.device import pick_device\n\n"
+            "parser.add_argument('--device', default=str(pick_device()))\n",
+        ),
+        Invalid(
+            "def train(model, device='cuda'):\n    pass\n",
+            "from cudalint.device import pick_device\n\n"
+            "def train(model, device=str(pick_device())):\n    pass\n",
+        ),
+        Invalid(
+            "class Config:\n    device: str = 'cuda'\n",
+            "from cudalint.device import pick_device\n\n"
+            "class Config:\n    device: str = str(pick_device())\n",
+        ),
+        Invalid(
+            "kwargs = {'map_location': 'cuda'}\nstate = torch.load(path, **kwargs)\n",
+            "from cudalint.device import pick_device\n\n"
+            "kwargs = {'map_location': str(pick_device())}\n"
+            "state = torch.load(path, **kwargs)\n",
+        ),
+        Invalid(
+            "x = batch.to('cuda:{}'.format(gpu))\n",
+            "from cudalint.device import pick_device\n\nx = batch.to(str(pick_device(gpu)))\n",
+        ),
+        Invalid(
+            "self.device = 'cuda:' + str(local_rank)\n",
+            "from cudalint.device import pick_device\n\n"
+            "self.device = str(pick_device(local_rank))\n",
+        ),
+        Invalid(
+            "devices = ['cuda:0', 'cuda:1']\n",
+            "from cudalint.device import pick_device\n\n"
+            "devices = [str(pick_device(0)), str(pick_device(1))]\n",
+            count=2,
+        ),
+    )
+
+    def __init__(self, ctx: object) -> None:
+        super().__init__(ctx)  # type: ignore[arg-type]
+        self.reported: set[int] = set()
+        # A bare "cuda" assigned to a plain variable waits here until the variable reaches a
+        # device argument.
+        self.pending: dict[_Scope, DeviceString] = {}
+
+    # -- candidates -------------------------------------------------------------------------
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._candidate(node)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._candidate(node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._candidate(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._candidate(node)
+        self._variables_reaching(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.pending.pop(self._scope(target.target.value), None)
+
+    def _candidate(self, node: cst.BaseExpression) -> None:
+        device = parse_device_string(node)
+        if device is None or inside_choice(self.ctx) or in_prose(self.ctx):
+            return
+        if self._report_use(device):
+            return
+        if not device.bare:
+            self._report(device, as_device=False)
+            return
+        parent = self.ctx.parent()
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 \
+                and isinstance(parent.targets[0].target, cst.Name):
+            self.pending[self._scope(parent.targets[0].target.value)] = device
+
+    def _report_use(self, device: DeviceString) -> bool:
+        """Report `device` if it is used as a device right where it stands."""
+        parent, grandparent = self.ctx.parent(1), self.ctx.parent(2)
+        if isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call):
+            return self._report_argument(device, parent, grandparent)
+        if isinstance(parent, (cst.Assign, cst.AnnAssign)):
+            targets = parent.targets if isinstance(parent, cst.Assign) else [parent]
+            if any(is_device_name(t.target) for t in targets):
+                return self._report(device, as_device=False)
+        if isinstance(parent, cst.Param) and is_device_name(parent.name):
+            return self._report(device, as_device=False)
+        if isinstance(parent, cst.DictElement) and _string_key(parent) in _DICT_KEYS:
+            return self._report(device, as_device=False)
+        return False
+
+    def _report_argument(self, device: DeviceString, arg: cst.Arg, call: cst.Call) -> bool:
+        name = self.ctx.call_name(call)
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if name == "torch.device" and keyword is None:
+            whole = cuda_device_expr(self.ctx, call)
+            if whole is not None:
+                return self._report(device, as_device=True, target=call, index=whole.index)
+        if keyword in _STR_KEYWORDS or (keyword is None and _is_device_sink(name, call, arg)):
+            return self._report(device, as_device=False)
+        if keyword == "default" and _is_device_option(call):
+            return self._report(device, as_device=False)
+        return False
+
+    def _variables_reaching(self, call: cst.Call) -> None:
+        """`loc = "cuda"` ... `torch.load(p, map_location=loc)`: report the literal."""
+        name = self.ctx.call_name(call)
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            sink = keyword in _STR_KEYWORDS or (keyword is None and (
+                _is_device_sink(name, call, arg) or name == "torch.device"))
+            if sink and isinstance(arg.value, cst.Name):
+                device = self.pending.get(self._scope(arg.value.value))
+                if device is not None:
+                    self._report(device, as_device=False)
+
+    # -- reporting --------------------------------------------------------------------------
+    def _report(
+        self,
+        device: DeviceString,
+        *,
+        as_device: bool,
+        target: cst.BaseExpression | None = None,
+        index: cst.BaseExpression | None = None,
+    ) -> bool:
+        if id(device.node) in self.reported:
+            return True
+        self.reported.add(id(device.node))
+        target = target or device.node
+        index = index if target is not device.node else device.index
+        shown = self.ctx.module.code_for_node(device.node)
+        fix = None
+        if self.ctx.helper_available("pick_device"):
+            replacement = device_replacement(self.ctx, index, as_device=as_device)
+            fix = NodeFix(target, replacement, f"Replace with `{_code(self, replacement)}`",
+                          helpers=("pick_device",))
+        self.report(device.node, f"Hard-coded CUDA device {shown}", fix=fix)
+        return True
+
+    def _scope(self, name: str) -> _Scope:
+        function = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)), None)
+        return (id(function), name)
+
+
+def _is_device_sink(name: str | None, call: cst.Call, arg: cst.Arg) -> bool:
+    """A positional argument that is a device: `.to(<device>)`, `set_default_device(<d>)`,
+    `torch.load(f, <map_location>)`."""
+    position = [a for a in call.args if a.keyword is None].index(arg)
+    if name == "torch.set_default_device":
+        return position == 0
+    if name == "torch.load":
+        return position == 1
+    func = call.func
+    return isinstance(func, cst.Attribute) and func.attr.value == "to" and position == 0
+
+
+def _is_device_option(call: cst.Call) -> bool:
+    """`parser.add_argument("--device", default=...)`."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "add_argument":
+        return False
+    flags = [a.value for a in call.args if a.keyword is None]
+    return any(
+        isinstance(f, cst.SimpleString) and isinstance(f.evaluated_value, str)
+        and names_a_device(f.evaluated_value.lstrip("-").replace("-", "_"))
+        for f in flags
+    )
+
+
+def _string_key(element: cst.DictElement) -> str | None:
+    key = element.key
+    if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+        return key.evaluated_value
+    return None
+
+
+def _code(rule: PythonRule, node: cst.CSTNode) -> str:
+    return rule.ctx.module.code_for_node(node)
+
