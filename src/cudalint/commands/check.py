@@ -25,7 +25,7 @@ def run_check(args: argparse.Namespace) -> int:
         if not rules.is_known_selector(selector):
             return _fail(f"unknown rule selector {selector!r} (see `cudalint rule --all`)")
     options = RunOptions(
-        fix=args.fix or args.unsafe_fixes and not args.diff,
+        fix=(args.fix or args.unsafe_fixes) and not args.diff,
         unsafe_fixes=args.unsafe_fixes,
         diff=args.diff,
         want_edits=args.output_format in ("json", "sarif"),
@@ -42,6 +42,8 @@ def run_check(args: argparse.Namespace) -> int:
     except (ConfigError, MissingPathError) as error:
         return _fail(str(error))
     _print(reports, args, options)
+    if args.diff:  # as ruff: 1 when there is something to fix
+        return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
     remaining = sum(len(r.findings) for r in reports)
     return EXIT_FINDINGS if remaining and not args.exit_zero else EXIT_OK
 
@@ -54,9 +56,12 @@ def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOpti
     if args.statistics:
         text.render_statistics(reports, console)
         return
-    text.render_findings(reports, console, full=args.output_format == "full")
+    if args.diff:
+        text.render_diffs(reports, console)
+    else:
+        text.render_findings(reports, console, full=args.output_format == "full")
     if not args.quiet:
-        text.render_footer(reports, console, fixing=options.fix or options.diff,
+        text.render_footer(reports, console, fixing=options.fix, diff=options.diff,
                            unsafe=options.unsafe_fixes)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Iterable, Sequence
 
 from cudalint.finding import Finding
@@ -27,6 +29,20 @@ def parse_noqa(lines: Sequence[str]) -> NoqaMap:
         codes = match.group("codes")
         found[row] = _ALL if codes is None else frozenset(re.split(r"[\s,]+", codes.upper()))
     return found
+
+
+def parse_python_noqa(source: str) -> NoqaMap:
+    """As parse_noqa, reading only real comments: a `# noqa` inside a string is prose."""
+    if "noqa" not in source and "NOQA" not in source:
+        return {}
+    comments = [""] * (source.count("\n") + 2)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                comments[token.start[0] - 1] = token.string
+    except (tokenize.TokenError, SyntaxError):
+        return parse_noqa(source.splitlines())
+    return parse_noqa(comments)
 
 
 def is_suppressed(finding: Finding, noqa: NoqaMap) -> bool:

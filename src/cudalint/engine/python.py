@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import libcst as cst
@@ -64,7 +64,7 @@ def lint_python(
     parsed = parse(data, path)
     if isinstance(parsed, Finding):
         return PythonResult([parsed])
-    ctx = PythonContext(parsed, settings)
+    ctx = PythonContext(parsed, settings, path=path)
     walk(ctx, rules)
     if not ctx.reports:
         return PythonResult([], parsed)
@@ -76,7 +76,7 @@ def _positioned(
 ) -> PythonResult:
     module = ctx.module
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    suppress = noqa.parse_noqa(module.code.splitlines())
+    suppress = noqa.parse_python_noqa(module.code)
     result = PythonResult([], module)
     seen: set[tuple[str, int, int]] = set()
     for report in ctx.reports:
@@ -88,7 +88,7 @@ def _positioned(
         if report.fix is not None:
             edits = fix_edits(module, report.fix, positions, settings) if want_edits else ()
             fix = Fix(report.fix.applicability, report.fix.message, edits)
-            finding = Finding(**{**finding.__dict__, "fix": fix})
+            finding = replace(finding, fix=fix)
             result.fixes.append((finding, report.fix, positions[report.fix.target]))
         result.findings.append(finding)
     return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -154,12 +155,13 @@ def check_other(job: Job) -> FileReport:
 
 
 def unified_diff(before: str, after: str, path: Path) -> str:
+    shown = os.path.relpath(path) if Path.cwd() in Path(path).resolve().parents else str(path)
     return "".join(
         difflib.unified_diff(
             before.splitlines(keepends=True),
             after.splitlines(keepends=True),
-            fromfile=str(path),
-            tofile=str(path),
+            fromfile=shown,
+            tofile=shown,
         )
     )
 

@@ -12,6 +12,7 @@ from pathlib import Path
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` through a temporary file in the same folder and a rename,
     so an interrupted write never leaves a half-written file."""
+    path = path.resolve()  # through a symbolic link, to the file it names
     mode = path.stat().st_mode & 0o7777
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -68,15 +68,23 @@ def render_findings(reports: Sequence[FileReport], console: Console, *, full: bo
             if full and finding.code is not None and finding.cell is None:
                 console.print(excerpt(finding, lines), soft_wrap=True, highlight=False)
                 console.print()
+
+
+def render_diffs(reports: Sequence[FileReport], console: Console) -> None:
+    for report in reports:
         if report.diff:
             console.print(report.diff, end="", soft_wrap=True, highlight=False, markup=False)
 
 
 def render_footer(
-    reports: Sequence[FileReport], console: Console, *, fixing: bool, unsafe: bool
+    reports: Sequence[FileReport], console: Console, *, fixing: bool, diff: bool, unsafe: bool
 ) -> None:
     findings = [f for r in reports for f in r.findings]
     fixed = sum(r.fixed for r in reports)
+    if diff:
+        console.print(f"Would fix {fixed} {_plural(fixed)}." if fixed else "No fixes available.",
+                      highlight=False)
+        return
     if not findings and not fixed:
         console.print("All checks passed!", style="green")
         return
@@ -106,8 +114,8 @@ def render_statistics(reports: Sequence[FileReport], console: Console) -> None:
         rule = rule_by_code(code) if code != "syntax-error" else None
         mark = "[*]" if code in fixable else "[ ]"
         name = rule.name if rule else "unreadable-file"
-        console.print(f"{count:>{width}}\t{code}\t{mark} {name}", highlight=False, markup=False,
-                      soft_wrap=True)
+        # Plain text with tabs, for `cut` and `sort`: rich would expand the tabs.
+        console.file.write(f"{count:>{width}}\t{code}\t{mark} {name}\n")
 
 
 def _plural(count: int) -> str:

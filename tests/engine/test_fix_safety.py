@@ -1,0 +1,118 @@
+"""`--fix` never loses data: encoding, BOM, line endings, mode, atomic writes, unparsable results."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from cudalint.cli import main
+from cudalint.engine import autofix
+
+FIXED_TAIL = "model = Net().to(pick_device())"
+
+
+def test_crlf_line_endings_are_kept(chdir_tmp):
+    path = chdir_tmp / "train.py"
+    path.write_bytes(b"import torch\r\nmodel = Net().cuda()\r\nprint('done')\r\n")
+    main(["check", "--fix", "."])
+    data = path.read_bytes()
+    assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+    assert FIXED_TAIL.encode() in data
+
+
+def test_bom_is_kept(chdir_tmp):
+    path = chdir_tmp / "train.py"
+    path.write_bytes(b"\xef\xbb\xbfmodel = Net().cuda()\n")
+    main(["check", "--fix", "."])
+    data = path.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf")
+    assert data.count(b"\xef\xbb\xbf") == 1
+    assert FIXED_TAIL.encode() in data
+
+
+def test_declared_encoding_is_kept(chdir_tmp):
+    path = chdir_tmp / "train.py"
+    source = "# -*- coding: latin-1 -*-\nname = 'café'\nmodel = Net().cuda()\n"
+    path.write_bytes(source.encode("latin-1"))
+    main(["check", "--fix", "."])
+    data = path.read_bytes()
+    assert "café".encode("latin-1") in data
+    assert FIXED_TAIL in data.decode("latin-1")
+
+
+def test_file_mode_is_kept_and_no_temporary_file_is_left(chdir_tmp):
+    path = chdir_tmp / "train.py"
+    path.write_text("model = Net().cuda()\n")
+    path.chmod(0o751)
+    main(["check", "--fix", "."])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+    assert sorted(p.name for p in chdir_tmp.iterdir()) == ["train.py"]
+
+
+def test_symlinked_file_is_fixed_through_the_link(chdir_tmp):
+    target = chdir_tmp / "real.py"
+    target.write_text("model = Net().cuda()\n")
+    link = chdir_tmp / "link.py"
+    os.symlink(target, link)
+    main(["check", "--fix", "link.py"])
+    assert link.is_symlink()
+    assert FIXED_TAIL in target.read_text()
+
+
+def test_unparsable_fix_result_is_not_written(chdir_tmp, capsys, monkeypatch):
+    path = chdir_tmp / "train.py"
+    original = "model = Net().cuda()\n"
+    path.write_text(original)
+
+    class Broken:
+        bytes = b"model = (\n"
+
+    monkeypatch.setattr(autofix, "apply_fixes", lambda *args, **kwargs: Broken())
+    code = main(["check", "--fix", "."])
+    assert path.read_text() == original
+    out = capsys.readouterr().out
+    assert "does not parse" in out and code == 1
+
+
+def test_diff_writes_nothing_and_exits_one(chdir_tmp, capsys):
+    path = chdir_tmp / "train.py"
+    path.write_text("model = Net().cuda()\n")
+    assert main(["check", "--diff", "."]) == 1
+    out = capsys.readouterr().out
+    assert "-model = Net().cuda()" in out and "+" + FIXED_TAIL in out
+    assert "Would fix 1 error." in out
+    assert path.read_text() == "model = Net().cuda()\n"
+
+
+def test_second_fix_is_a_no_op(chdir_tmp, capsys):
+    path = chdir_tmp / "train.py"
+    path.write_text("import torch\nx = torch.ones(2).cuda()\ny = x.to('cuda:0')\n")
+    main(["check", "--fix", "."])
+    first = path.read_bytes()
+    capsys.readouterr()
+    assert main(["check", "--fix", "."]) == 0
+    assert path.read_bytes() == first
+    assert "All checks passed!" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_unsafe_fixes_need_the_flag(chdir_tmp, capsys, unsafe):
+    path = chdir_tmp / "load.py"
+    path.write_text("import torch\nstate = torch.load('ckpt.pt')\n")
+    args = ["check", "--fix", "--select", "CUD111", "."]
+    main([*args, "--unsafe-fixes"] if unsafe else args)
+    text = path.read_text()
+    assert ("map_location=pick_device()" in text) is unsafe
+    if not unsafe:
+        assert "1 hidden fix can be enabled with the `--unsafe-fixes` option." in \
+            capsys.readouterr().out
+
+
+def test_fixed_files_parse(chdir_tmp):
+    Path("a.py").write_text("def f(x):\n    return x.cuda(0)\n")
+    main(["check", "--fix", "."])
+    cst.parse_module(Path("a.py").read_text())
