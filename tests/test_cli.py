@@ -279,3 +279,20 @@ def test_linting_does_not_import_torch(tmp_path):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# -- files named explicitly (pre-commit passes every changed file) ------------------------------
+def test_explicit_files_of_unknown_kind_are_skipped(chdir_tmp, capsys):
+    write(chdir_tmp, "README.md", "Run `model.cuda()` first.\n")
+    write(chdir_tmp, "config.yaml", "device: cuda\n")
+    write(chdir_tmp, "bin/train", "#!/usr/bin/env python3\nmodel = Net().cuda()\n")
+    code, found = run_json(capsys, "check", "README.md", "config.yaml", "bin/train")
+    assert code == 1
+    assert [(Path(f["filename"]).name, f["code"]) for f in found] == [("train", "CUD102")]
+
+
+def test_force_exclude_applies_to_explicit_files(chdir_tmp, capsys):
+    write(chdir_tmp, "pyproject.toml", '[tool.cudalint]\nextend-exclude = ["vendor/"]\n')
+    write(chdir_tmp, "vendor/lib.py", CUDA_SCRIPT)
+    assert main(["check", "vendor/lib.py"]) == 1
+    assert main(["check", "--force-exclude", "vendor/lib.py"]) == 0

@@ -50,6 +50,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--statistics", action="store_true", help="count findings per code")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 despite findings")
     parser.add_argument("--config", type=Path, help="a pyproject.toml or cudalint.toml to use")
+    parser.add_argument("--force-exclude", action="store_true",
+                        help="apply excludes to files named on the command line (pre-commit)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only")
     return parser
 

@@ -16,9 +16,12 @@ class MissingPathError(Exception):
     """A path given on the command line does not exist (exit 2)."""
 
 
-def discover(paths: Sequence[Path], config: Config) -> list[tuple[Path, FileKind]]:
+def discover(
+    paths: Sequence[Path], config: Config, *, force_exclude: bool = False
+) -> list[tuple[Path, FileKind]]:
     """Files to check with their kinds, sorted. A file named explicitly is checked even when
-    an exclude pattern matches it (as ruff does without --force-exclude)."""
+    an exclude pattern matches it, unless `force_exclude` (as ruff's --force-exclude, which
+    pre-commit hooks use since they pass every file explicitly)."""
     excluded_kinds = {kind.lower() for kind in config.exclude_kinds}
     exclude = pathspec.GitIgnoreSpec.from_lines([*config.exclude, *config.extend_exclude])
     found: dict[Path, FileKind] = {}
@@ -26,8 +29,10 @@ def discover(paths: Sequence[Path], config: Config) -> list[tuple[Path, FileKind
         if not path.exists():
             raise MissingPathError(f"{path}: no such file or directory")
         if path.is_file():
-            kind = classify(path) or FileKind.PYTHON
-            if kind.value not in excluded_kinds:
+            kind = classify(path) or _explicit_kind(path)
+            if kind is not None and kind.value not in excluded_kinds and not (
+                force_exclude and _skipped(path.resolve(), False, config, exclude, [])
+            ):
                 found[path] = kind
             continue
         for file in _walk(path.resolve(), config, exclude):
@@ -35,6 +40,25 @@ def discover(paths: Sequence[Path], config: Config) -> list[tuple[Path, FileKind
             if kind is not None and kind.value not in excluded_kinds:
                 found[file] = kind
     return sorted(found.items())
+
+
+def _explicit_kind(path: Path) -> FileKind | None:
+    """A file named on the command line that no name pattern knows: a Python or shell script
+    by its shebang, a `.py`-like name as Python, anything else (README.md) skipped."""
+    if path.suffix in (".py", ".pyw"):
+        return FileKind.PYTHON
+    if path.suffix:
+        return None
+    try:
+        with path.open("rb") as file:
+            first = file.readline(200)
+    except OSError:
+        return FileKind.PYTHON  # reported as unreadable when checked
+    if first.startswith(b"#!") and b"python" in first:
+        return FileKind.PYTHON
+    if first.startswith(b"#!") and (b"sh" in first):
+        return FileKind.SHELL
+    return None
 
 
 def _walk(top: Path, config: Config, exclude: pathspec.PathSpec) -> Iterator[Path]:

@@ -29,6 +29,7 @@ def run_check(args: argparse.Namespace) -> int:
         unsafe_fixes=args.unsafe_fixes,
         diff=args.diff,
         want_edits=args.output_format in ("json", "sarif"),
+        force_exclude=args.force_exclude,
         select=args.select,
         ignore=args.ignore,
         extend_select=args.extend_select,

@@ -28,6 +28,7 @@ class RunOptions:
     unsafe_fixes: bool = False
     diff: bool = False  # show the fixes as a diff; write nothing
     want_edits: bool = False  # compute each fix's text edits (json, sarif, the LSP)
+    force_exclude: bool = False  # apply excludes to files named explicitly too
     select: list[str] | None = None  # override the configuration's
     ignore: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
@@ -71,7 +72,7 @@ def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[File
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
     reports = []
-    for path, kind in discover(paths, config):
+    for path, kind in discover(paths, config, force_exclude=options.force_exclude):
         rules = _rules_for(path, enabled, config)
         reports.append(check_file(path, kind, rules, settings, options))
     return reports
