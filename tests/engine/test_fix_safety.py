@@ -1,4 +1,4 @@
-"""`--fix` never loses data: encoding, BOM, line endings, mode, atomic writes, unparsable results."""
+"""`--fix` never loses data: encoding, BOM, line endings, mode, atomicity, parsable results."""
 
 from __future__ import annotations
 

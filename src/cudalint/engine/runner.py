@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import difflib
-import os
 import fnmatch
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path

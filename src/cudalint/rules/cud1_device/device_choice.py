@@ -13,10 +13,10 @@ from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.device_strings import (
     DeviceString,
     cuda_device_expr,
+    device_replacement,
     is_cpu_device,
     makes_torch_device,
 )
-from cudalint.rules.cud1_device.fixes import device_replacement
 from cudalint.rules.cud1_device.prose import in_prose
 
 if TYPE_CHECKING:

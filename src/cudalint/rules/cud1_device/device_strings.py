@@ -143,3 +143,14 @@ def cuda_device_expr(ctx: PythonContext, node: cst.BaseExpression) -> DeviceStri
 
 def makes_torch_device(ctx: PythonContext, node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and ctx.call_name(node) == "torch.device"
+
+
+def device_replacement(
+    ctx: PythonContext, index: cst.BaseExpression | None, *, as_device: bool
+) -> cst.BaseExpression:
+    """`pick_device(index)`, wrapped in `str(...)` where the original was a str: a fix never
+    changes an expression's type."""
+    call = ctx.helper_call("pick_device", [cst.Arg(index)] if index is not None else [])
+    if as_device:
+        return call
+    return cst.Call(func=cst.Name("str"), args=[cst.Arg(call)])

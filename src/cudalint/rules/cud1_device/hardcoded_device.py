@@ -9,11 +9,11 @@ from cudalint.rules.cud1_device.device_choice import inside_choice
 from cudalint.rules.cud1_device.device_strings import (
     DeviceString,
     cuda_device_expr,
+    device_replacement,
     is_device_name,
     names_a_device,
     parse_device_string,
 )
-from cudalint.rules.cud1_device.fixes import device_replacement
 from cudalint.rules.cud1_device.prose import in_prose
 
 _STR_KEYWORDS = frozenset({"device", "map_location"})  # keyword arguments that take a device
@@ -94,7 +94,8 @@ class HardcodedCudaDevice(PythonRule):
         ),
         Invalid(
             "import torch as th\nd = th.device(f'cuda:{rank}')\n",
-            "import torch as th\nfrom cudalint.device import pick_device\n\nd = pick_device(rank)\n",
+            "import torch as th\nfrom cudalint.device import pick_device\n\n"
+            "d = pick_device(rank)\n",
         ),
         Invalid(
             "model.to('cuda')\n",

@@ -68,7 +68,8 @@ class IntegerDeviceOrdinal(PythonRule):
     INVALID = (
         Invalid(
             "model = model.to(local_rank)\n",
-            "from cudalint.device import pick_device\n\nmodel = model.to(pick_device(local_rank))\n",
+            "from cudalint.device import pick_device\n\n"
+            "model = model.to(pick_device(local_rank))\n",
             unsafe=True,
         ),
         Invalid(
@@ -78,7 +79,8 @@ class IntegerDeviceOrdinal(PythonRule):
         ),
         Invalid(
             "x = torch.zeros(3, device=0)\n",
-            "from cudalint.device import pick_device\n\nx = torch.zeros(3, device=pick_device(0))\n",
+            "from cudalint.device import pick_device\n\n"
+            "x = torch.zeros(3, device=pick_device(0))\n",
             unsafe=True,
         ),
     )
@@ -98,10 +100,11 @@ class IntegerDeviceOrdinal(PythonRule):
                 and _ordinal(first.value):
             self._report(first.value)
 
-    def _report(self, ordinal: cst.BaseExpression, target: cst.BaseExpression | None = None) -> None:
+    def _report(self, ordinal: cst.BaseExpression,
+                target: cst.BaseExpression | None = None) -> None:
         fix = None
         if self.ctx.helper_available("pick_device"):
-            fix = NodeFix(target or ordinal, self.ctx.helper_call("pick_device", [cst.Arg(ordinal)]),
-                          "Replace with `pick_device(...)`", applicability=Applicability.UNSAFE,
-                          helpers=("pick_device",))
+            replacement = self.ctx.helper_call("pick_device", [cst.Arg(ordinal)])
+            fix = NodeFix(target or ordinal, replacement, "Replace with `pick_device(...)`",
+                          applicability=Applicability.UNSAFE, helpers=("pick_device",))
         self.report(ordinal, fix=fix)
