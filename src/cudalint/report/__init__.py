@@ -1,0 +1,1 @@
+"""`cudalint report`: the audit and the smoke runs, turned into a decision."""
