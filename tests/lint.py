@@ -10,14 +10,15 @@ from cudalint.engine import project
 from cudalint.engine.runner import FileReport, RunOptions, check_file
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
-from cudalint.rules import all_rules, rule_by_code
+from cudalint.rules import all_rules
 from cudalint.rules.base import Rule
 
 
 def _rules(codes: Sequence[str] | None) -> tuple[type[Rule], ...]:
     if codes is None:
         return all_rules()
-    return tuple(rule for code in codes if (rule := rule_by_code(code)) is not None)
+    wanted = {code.upper() for code in codes}
+    return tuple(rule for rule in all_rules() if rule.code in wanted)
 
 
 def run_on(

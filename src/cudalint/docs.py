@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cudalint.rules import all_rules
+from cudalint.rules import primary_rules
 from cudalint.rules.base import Rule
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
@@ -33,7 +33,7 @@ def render_rule_page(rule: type[Rule]) -> str:
 
 def render_index() -> str:
     rows = ["# Rules", "", "| code | name | severity | fix | message |", "|---|---|---|---|---|"]
-    for rule in all_rules():
+    for rule in primary_rules():
         fix = rule.fix_applicability()
         rows.append(f"| [{rule.code}]({rule.code}.md) | {rule.name} | {rule.severity} | "
                     f"{fix.value if fix else '—'} | {rule.message.replace('|', '/')} |")
@@ -41,7 +41,7 @@ def render_index() -> str:
 
 
 def expected_pages() -> dict[str, str]:
-    pages = {f"{rule.code}.md": render_rule_page(rule) for rule in all_rules()}
+    pages = {f"{rule.code}.md": render_rule_page(rule) for rule in primary_rules()}
     pages["index.md"] = render_index()
     return pages
 

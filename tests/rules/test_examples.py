@@ -5,11 +5,16 @@ from __future__ import annotations
 import pytest
 
 from cudalint.rules import all_rules
-from cudalint.rules.base import Invalid, Valid, iter_examples
+from cudalint.rules.base import Invalid, Rule, Valid, iter_examples
 from tests.lint import run_on
 
+def _rule_id(rule: type[Rule]) -> str:
+    """The code, and the class name for a code's secondary classes (CUD501 in Python)."""
+    return rule.code if rule.primary else f"{rule.code}-{rule.__name__}"
+
+
 CASES = [
-    pytest.param(rule, example, id=f"{rule.code}-{type(example).__name__.lower()}-{index}")
+    pytest.param(rule, example, id=f"{_rule_id(rule)}-{type(example).__name__.lower()}-{index}")
     for rule in all_rules()
     for index, example in enumerate(iter_examples(rule))
 ]
@@ -37,7 +42,7 @@ def test_example(tmp_path, rule, example):
     assert again == after
 
 
-@pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
+@pytest.mark.parametrize("rule", all_rules(), ids=_rule_id)
 def test_rule_is_documented(rule):
     doc = rule.doc()
     for section in ("## What it does", "## Why is this bad?", "## Example"):

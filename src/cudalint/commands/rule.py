@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 
 from cudalint.docs import render_rule_page
-from cudalint.rules import all_rules, rule_by_code
+from cudalint.rules import primary_rules, rule_by_code
 
 
 def main(argv: Sequence[str]) -> int:
@@ -14,7 +14,7 @@ def main(argv: Sequence[str]) -> int:
         print("cudalint: error: rule: give a code (CUD101) or --all", file=sys.stderr)
         return 2
     if argv[0] == "--all":
-        for rule in all_rules():
+        for rule in primary_rules():
             fix = rule.fix_applicability()
             mark = f"fix: {fix.value}" if fix else "no fix"
             print(f"{rule.code}\t{rule.name}\t{rule.severity}\t{mark}\t{rule.message}")

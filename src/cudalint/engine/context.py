@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import libcst as cst
 
@@ -32,6 +33,7 @@ class Settings:
 class PythonContext:
     module: cst.Module
     settings: Settings = field(default_factory=Settings)
+    path: Path | None = None  # the file being checked (resolves relative imports)
     reports: list[Report] = field(default_factory=list)
     # local name -> qualified name; None for names bound by relative (first-party) imports
     aliases: dict[str, str | None] = field(default_factory=dict)

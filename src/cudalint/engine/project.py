@@ -4,21 +4,27 @@ as CUDA-only libraries, as ruff's known-first-party) and its compiled CUDA exten
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 from cudalint.config import Config
 from cudalint.engine.context import Settings
-
-# CUDAExtension("pkg._C", ...) / CUDAExtension(name="pkg._C", ...) in setup.py
-_EXTENSION = re.compile(r"CUDAExtension\(\s*(?:name\s*=\s*)?['\"]([\w.]+)['\"]")
+from cudalint.engine.setup_py import SetupFacts, read_setup
 
 
 def settings_for(config: Config) -> Settings:
+    setup = setup_facts(config.root)
     return Settings(
         helper_module=config.helper,
         target_torch=config.target_torch_tuple,
-        first_party=frozenset(config.known_first_party) | first_party_packages(config.root),
-        extension_modules=extension_modules(config.root),
+        first_party=(frozenset(config.known_first_party) | first_party_packages(config.root)
+                     | setup.packages | pyproject_names(config.root)),
+        extension_modules=setup.cuda_extensions,
     )
 
 
@@ -36,11 +42,26 @@ def first_party_packages(root: Path) -> frozenset[str]:
     return frozenset(names)
 
 
+def setup_facts(root: Path) -> SetupFacts:
+    """What the project's setup.py declares (read, never executed)."""
+    try:
+        text = (root / "setup.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return SetupFacts()
+    return read_setup(text)
+
+
 def extension_modules(root: Path) -> frozenset[str]:
     """Modules named by `CUDAExtension(...)` in the project's setup.py."""
-    setup = root / "setup.py"
+    return setup_facts(root).cuda_extensions
+
+
+def pyproject_names(root: Path) -> frozenset[str]:
+    """The import name of the project's own distribution (`flash-attn` -> `flash_attn`)."""
     try:
-        text = setup.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        document = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return frozenset()
-    return frozenset(_EXTENSION.findall(text))
+    names = [document.get("project", {}).get("name"),
+             document.get("tool", {}).get("poetry", {}).get("name")]
+    return frozenset(re.sub(r"[-.]+", "_", n).lower() for n in names if isinstance(n, str))

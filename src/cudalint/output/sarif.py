@@ -10,7 +10,7 @@ from typing import Any
 from cudalint import __version__
 from cudalint.engine.runner import FileReport
 from cudalint.finding import Finding, Severity
-from cudalint.rules import all_rules
+from cudalint.rules import primary_rules
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -26,7 +26,7 @@ def _rules() -> list[dict[str, Any]]:
             "helpUri": rule.url(),
             "defaultConfiguration": {"level": _LEVEL[rule.severity]},
         }
-        for rule in all_rules()
+        for rule in primary_rules()
     ]
 
 

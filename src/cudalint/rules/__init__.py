@@ -1,4 +1,8 @@
-"""The rule registry. Dropping a module with a Rule subclass into a family package registers it."""
+"""The rule registry. Dropping a module with a Rule subclass into a family package registers it.
+
+A code may span file kinds (CUD501 in shell scripts and in Python), so several classes may share
+it: all of them run, and the one with `primary = True` names and documents the code.
+"""
 
 from __future__ import annotations
 
@@ -10,29 +14,40 @@ from functools import cache
 
 from cudalint.rules.base import FileRule, PythonRule, Rule
 
-__all__ = ["FileRule", "PythonRule", "Rule", "all_rules", "rule_by_code", "select"]
+__all__ = ["FileRule", "PythonRule", "Rule", "all_rules", "primary_rules", "rule_by_code",
+           "select"]
 
 
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
-    """Every rule class with a code, sorted by code."""
+    """Every rule class with a code, sorted by code; for each code the primary class first."""
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
         module = importlib.import_module(info.name)
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, Rule) and "code" in obj.__dict__:
-                found[obj.code] = obj
-    return tuple(found[code] for code in sorted(found))
+                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return tuple(sorted(found.values(),
+                        key=lambda r: (r.code, not r.primary, r.__module__, r.__qualname__)))
+
+
+@cache
+def primary_rules() -> tuple[type[Rule], ...]:
+    """One class per code, the one that documents it: for docs, `rule --all`, SARIF."""
+    chosen: dict[str, type[Rule]] = {}
+    for rule in all_rules():
+        chosen.setdefault(rule.code, rule)
+    return tuple(chosen.values())
 
 
 def rule_by_code(code: str) -> type[Rule] | None:
-    return next((rule for rule in all_rules() if rule.code == code.upper()), None)
+    return next((rule for rule in primary_rules() if rule.code == code.upper()), None)
 
 
 def is_known_selector(selector: str) -> bool:
     """`CUD`, `CUD1`, `CUD10`, `CUD101`: a prefix of at least one code, or `ALL`."""
     selector = selector.upper()
-    return selector == "ALL" or any(rule.code.startswith(selector) for rule in all_rules())
+    return selector == "ALL" or any(rule.code.startswith(selector) for rule in primary_rules())
 
 
 def select(selectors: Iterable[str], ignores: Iterable[str]) -> tuple[type[Rule], ...]:

@@ -85,6 +85,10 @@ class Rule:
     keywords: ClassVar[tuple[str, ...]] = ("cuda",)
     VALID: ClassVar[tuple[Valid | str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
+    # A code may be read from several file kinds by several classes (CUD501: a FileRule for
+    # scripts, a PythonRule for `subprocess`); the others set False, and the primary one's
+    # docstring documents the code.
+    primary: ClassVar[bool] = True
 
     @classmethod
     def fix_applicability(cls) -> Applicability | None:
