@@ -1,0 +1,121 @@
+"""The engine, as the CLI runs it, on an editor's buffer: the configuration of the nearest
+pyproject.toml (cached per folder), the rules for the path, `check_file` on the text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudalint import rules as registry
+from cudalint.config import Config, ConfigError, load_config
+from cudalint.discovery import discover
+from cudalint.engine import project
+from cudalint.engine.autofix import FixError, fix_python
+from cudalint.engine.context import Settings
+from cudalint.engine.runner import RunOptions, _rules_for, check_file, selected_rules
+from cudalint.finding import Finding
+from cudalint.kinds import FileKind, classify
+from cudalint.rules.base import PythonRule, Rule
+
+# Notebook findings are placed by cell; a notebook's JSON text has no place for them.
+UNCHECKED = frozenset({FileKind.NOTEBOOK, FileKind.SHARED_LIBRARY})
+# Saving one of these changes the configuration or the project facts rules read.
+PROJECT_FILES = frozenset({"pyproject.toml", "setup.py"})
+_OPTIONS = RunOptions(want_edits=True)
+
+
+@dataclass(frozen=True)
+class Project:
+    config: Config
+    settings: Settings
+    enabled: tuple[type[Rule], ...]
+
+    def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
+        return _rules_for(path, self.enabled, self.config)
+
+
+class Projects:
+    """The project of each folder, loaded once until a project file is saved."""
+
+    def __init__(self) -> None:
+        self._by_folder: dict[Path, Project | ConfigError] = {}
+
+    def for_path(self, path: Path, roots: Sequence[Path] = ()) -> Project:
+        """The project `path` belongs to; raises ConfigError for a bad configuration. Without
+        a configuration file, the project is the workspace folder holding `path` (among
+        `roots`), as when the CLI runs there."""
+        folder = path.parent
+        if folder not in self._by_folder:
+            self._by_folder[folder] = _load(folder, _workspace_root(folder, roots))
+        found = self._by_folder[folder]
+        if isinstance(found, ConfigError):
+            raise found
+        return found
+
+    def clear(self) -> None:
+        self._by_folder.clear()
+
+
+def _workspace_root(folder: Path, roots: Sequence[Path]) -> Path:
+    holding = [root for root in roots if root == folder or root in folder.parents]
+    return max(holding, key=lambda root: len(root.parts), default=folder)
+
+
+def _load(folder: Path, root: Path) -> Project | ConfigError:
+    try:
+        config = load_config(folder)
+        if config.source is None and root != folder:
+            config = Config(root=root.resolve())
+        for selector in [*config.select, *config.ignore, *config.extend_select]:
+            if not registry.is_known_selector(selector):
+                raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
+        return Project(config, project.settings_for(config), selected_rules(config, _OPTIONS))
+    except ConfigError as error:
+        return error
+
+
+def document_kind(path: Path, language_id: str | None) -> FileKind | None:
+    """The kind of an open document: from its name, else Python when the editor says so."""
+    kind = classify(path)
+    if kind is None and language_id == "python":
+        return FileKind.PYTHON
+    return kind
+
+
+def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
+    """Whether the CLI would skip the file (`exclude`, `exclude-kinds`), as with
+    --force-exclude: an editor opens library code it should not lint."""
+    if kind.value in {k.lower() for k in config.exclude_kinds}:
+        return True
+    if classify(path) is None or not path.is_file():
+        return False
+    return not discover([path], config, force_exclude=True)
+
+
+def check_text(path: Path, kind: FileKind, text: str, found: Project) -> list[Finding]:
+    """The findings for a buffer, each fix with its text edits."""
+    report = check_file(path, kind, found.rules_for(path), found.settings, _OPTIONS,
+                        data=encode(text))
+    return sorted(report.findings, key=Finding.sort_key)
+
+
+def fix_text(path: Path, text: str, found: Project) -> str | None:
+    """The buffer with every safe fix applied, as `cudalint check --fix` writes it; None when
+    nothing changes or the fixed code would not parse."""
+    python_rules = tuple(r for r in found.rules_for(path) if issubclass(r, PythonRule))
+    keywords = tuple(k.encode() for r in python_rules for k in r.keywords)
+    data = encode(text)
+    try:
+        outcome = fix_python(data, path, python_rules, found.settings, keywords=keywords)
+    except FixError:
+        return None
+    if outcome.data == data:
+        return None
+    return outcome.data.decode("utf-8", errors="replace")
+
+
+def encode(text: str) -> bytes:
+    # A lone surrogate cannot come from a file; it passes through so that the engine reports
+    # the buffer as undecodable instead of the server failing.
+    return text.encode("utf-8", errors="surrogatepass")

@@ -1,0 +1,104 @@
+"""Findings as LSP diagnostics. A diagnostic's `data` holds what its code actions apply: the
+fix's text edits and the noqa edit, already in the client's positions."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Any
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+
+from cudalint.finding import Applicability, Edit, Finding, Severity
+from cudalint.kinds import FileKind
+from cudalint.lsp.positions import to_lsp_range
+from cudalint.lsp.suppress import noqa_edit
+from cudalint.rules import rule_by_code
+
+SOURCE = "cudalint"
+CONVERTER = get_converter()
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+}
+
+
+def to_diagnostic(
+    finding: Finding, text: str, lines: list[str], kind: FileKind, encoding: str
+) -> types.Diagnostic:
+    rule = rule_by_code(finding.code) if finding.code else None
+    return types.Diagnostic(
+        range=to_lsp_range(lines, finding.location, finding.end_location, encoding),
+        message=finding.message + (" (guarded)" if finding.guarded else ""),
+        severity=_SEVERITY[finding.severity],
+        code=finding.code,
+        code_description=types.CodeDescription(href=rule.url()) if rule else None,
+        source=SOURCE,
+        data={
+            "category": finding.category.value,
+            "guarded": finding.guarded,
+            "fix": _fix_data(finding, lines, encoding),
+            "noqa": _noqa_data(finding, text, lines, kind, encoding),
+        },
+    )
+
+
+def message_diagnostic(message: str) -> types.Diagnostic:
+    """A problem with the whole file (a bad configuration, an internal error), on its first line."""
+    start = types.Position(line=0, character=0)
+    return types.Diagnostic(range=types.Range(start=start, end=start), message=message,
+                            severity=types.DiagnosticSeverity.Error, source=SOURCE)
+
+
+def text_edits(edits: list[Edit], lines: list[str], encoding: str) -> list[types.TextEdit]:
+    """Engine edits as LSP text edits, sorted; an empty list when two of them overlap."""
+    converted = sorted(
+        (types.TextEdit(range=to_lsp_range(lines, e.location, e.end_location, encoding),
+                        new_text=e.content) for e in edits),
+        key=lambda e: (_key(e.range.start), _key(e.range.end)),
+    )
+    for before, after in pairwise(converted):
+        if _key(before.range.end) > _key(after.range.start):
+            return []
+    return converted
+
+
+def edits_of(data: dict[str, Any]) -> list[types.TextEdit]:
+    """The text edits stored in a diagnostic's `data` by `to_diagnostic`."""
+    return [CONVERTER.structure(edit, types.TextEdit) for edit in data["edits"]]
+
+
+def _fix_data(finding: Finding, lines: list[str], encoding: str) -> dict[str, Any] | None:
+    fix = finding.fix
+    if fix is None or not fix.edits:
+        return None
+    edits = text_edits(list(fix.edits), lines, encoding)
+    if not edits:
+        return None
+    unsafe = fix.applicability is Applicability.UNSAFE
+    return {
+        "title": f"Fix {finding.code}: {fix.message}" + (" (unsafe)" if unsafe else ""),
+        "applicability": fix.applicability.value,
+        "edits": _unstructure(edits),
+    }
+
+
+def _noqa_data(
+    finding: Finding, text: str, lines: list[str], kind: FileKind, encoding: str
+) -> dict[str, Any] | None:
+    edit = noqa_edit(text, kind, finding)
+    if edit is None:
+        return None
+    return {
+        "title": f"Disable {finding.code} for this line",
+        "edits": _unstructure(text_edits([edit], lines, encoding)),
+    }
+
+
+def _unstructure(edits: list[types.TextEdit]) -> list[dict[str, Any]]:
+    return [CONVERTER.unstructure(edit, types.TextEdit) for edit in edits]
+
+
+def _key(position: types.Position) -> tuple[int, int]:
+    return position.line, position.character

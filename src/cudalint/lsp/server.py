@@ -1,0 +1,45 @@
+"""`cudalint lsp`: the language server. It checks each open document's buffer with the same
+engine call as `cudalint check` on every open, change and save, publishes the findings as
+diagnostics, and answers code actions with the findings' fixes, noqa comments and fix-all.
+
+Notebook documents are not checked: notebook findings are placed by cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from collections.abc import Sequence
+
+EXIT_ERROR = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit_:  # --help, or a usage error argparse has printed
+        return exit_.code if isinstance(exit_.code, int) else EXIT_ERROR
+    if not all(importlib.util.find_spec(name) for name in ("pygls", "lsprotocol")):
+        print("cudalint lsp: error: pygls is not installed; pip install 'cudalint[lsp]'",
+              file=sys.stderr)
+        return EXIT_ERROR
+    from cudalint.lsp.handlers import create_server
+
+    server = create_server()
+    if args.tcp:
+        server.start_tcp(args.host, args.port)
+    else:
+        server.start_io()
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cudalint lsp",
+                                     description="Run cudalint as a language server.")
+    channel = parser.add_mutually_exclusive_group()
+    channel.add_argument("--stdio", action="store_true", help="speak over stdin/stdout (default)")
+    channel.add_argument("--tcp", action="store_true", help="listen on --host:--port")
+    parser.add_argument("--host", default="127.0.0.1", help="with --tcp (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=2087, help="with --tcp (default: 2087)")
+    return parser

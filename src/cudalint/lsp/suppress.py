@@ -1,0 +1,93 @@
+"""The edit behind "Disable CODE for this line": append `  # noqa: CODE`, or add the code to
+the line's `# noqa: ...` list, on a row where the engine looks for it (a finding's first or
+last row; in a Dockerfile, the comment line above the instruction)."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+
+from cudalint.finding import Edit, Finding, Position
+from cudalint.formats import dockerfile
+from cudalint.kinds import FileKind
+from cudalint.lsp.positions import split_lines
+
+_NOQA_CODES = re.compile(r"#\s*noqa:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)",
+                         re.IGNORECASE)
+# Kinds whose findings cannot be silenced by a `#` comment on their line.
+_NO_COMMENTS = frozenset({FileKind.CUDA_SOURCE, FileKind.SHARED_LIBRARY, FileKind.NOTEBOOK})
+
+
+def noqa_edit(text: str, kind: FileKind, finding: Finding) -> Edit | None:
+    """The edit that silences `finding` with a noqa comment, or None where none can."""
+    if finding.code is None or kind in _NO_COMMENTS:
+        return None
+    lines = split_lines(text)
+    if kind is FileKind.DOCKERFILE:
+        return _dockerfile_edit(text, lines, finding.location.row, finding.code)
+    if kind is FileKind.PYTHON:
+        row, comment_column = _python_row(text, finding)
+    else:
+        row, comment_column = finding.location.row, 0
+    if row is None or row > len(lines):
+        return None
+    return _line_edit(lines[row - 1], row, comment_column, finding.code)
+
+
+def _python_row(text: str, finding: Finding) -> tuple[int | None, int | None]:
+    """The first of the finding's rows that a comment can end (not inside a multi-line string,
+    not continued by a backslash), and where that row's comment starts (None: it has none)."""
+    ends, comments = _line_ends(text)
+    if ends is None:
+        return finding.location.row, 0
+    for row in (finding.location.row, finding.end_location.row):
+        if row in ends:
+            return row, comments.get(row)
+    return None, None
+
+
+def _line_ends(text: str) -> tuple[set[int] | None, dict[int, int]]:
+    """Rows whose end the tokenizer sees (NEWLINE/NL), and the column of each row's comment;
+    None when the text does not tokenize."""
+    ends: set[int] = set()
+    comments: dict[int, int] = {}
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in (tokenize.NEWLINE, tokenize.NL):
+                ends.add(token.start[0])
+            elif token.type == tokenize.COMMENT:
+                comments[token.start[0]] = token.start[1]
+    except (tokenize.TokenError, SyntaxError):
+        return None, {}
+    return ends, comments
+
+
+def _line_edit(line: str, row: int, comment_column: int | None, code: str) -> Edit:
+    match = None if comment_column is None else _NOQA_CODES.search(line, comment_column)
+    if match is not None:
+        at = Position(row, match.end("codes") + 1)
+        return Edit(f", {code}", at, at)
+    content = line.rstrip()
+    return Edit(f"  # noqa: {code}", Position(row, len(content) + 1),
+                Position(row, len(line) + 1))
+
+
+def _dockerfile_edit(text: str, lines: list[str], row: int, code: str) -> Edit | None:
+    """Docker reads `#` as a comment only at the start of a line: the noqa comment goes on
+    its own line above the instruction, as the engine reads it there."""
+    instruction = next((i for i in dockerfile.parse(text)
+                        if i.row <= row <= max(i.row, i.last_row)), None)
+    if instruction is None or instruction.row > len(lines):
+        return None
+    first = instruction.row
+    above = lines[first - 2] if first >= 2 else ""
+    match = _NOQA_CODES.search(above) if above.lstrip().startswith("#") else None
+    if match is not None:
+        at = Position(first - 1, match.end("codes") + 1)
+        return Edit(f", {code}", at, at)
+    line = lines[first - 1]
+    indent = line[: len(line) - len(line.lstrip())]
+    newline = "\r\n" if "\r\n" in text else "\n"
+    at = Position(first, 1)
+    return Edit(f"{indent}# noqa: {code}{newline}", at, at)
