@@ -12,7 +12,7 @@ from rich.console import Console
 from cudalint import rules
 from cudalint.config import ConfigError, load_config
 from cudalint.discovery import MissingPathError
-from cudalint.engine.runner import FileReport, RunOptions, run
+from cudalint.engine.runner import FileReport, RunOptions, run, validate_selectors
 from cudalint.output import github, json_format, sarif, text
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -36,9 +36,7 @@ def run_check(args: argparse.Namespace) -> int:
     )
     try:
         config = load_config(_common_folder(paths), args.config)
-        for selector in [*config.select, *config.ignore, *config.extend_select]:
-            if not rules.is_known_selector(selector):
-                raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
+        validate_selectors(config)
         reports = run(paths, config, options)
     except (ConfigError, MissingPathError) as error:
         return _fail(str(error))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudalint import rules as registry
-from cudalint.config import Config
+from cudalint.config import Config, ConfigError
 from cudalint.discovery import discover
 from cudalint.engine import noqa, project
 from cudalint.engine.autofix import FixError, fix_python
@@ -18,6 +18,7 @@ from cudalint.engine.context import Settings
 from cudalint.engine.python import error_finding, lint_python
 from cudalint.engine.writer import write_atomic
 from cudalint.finding import Finding
+from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.base import FileRule, PythonRule, Rule
 
@@ -68,12 +69,19 @@ def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...
     return registry.select([*select, *config.extend_select, *options.extend_select], ignore)
 
 
+def validate_selectors(config: Config) -> None:
+    """Raise ConfigError for a `select`/`ignore` entry that names no rule."""
+    for selector in [*config.select, *config.ignore, *config.extend_select]:
+        if not registry.is_known_selector(selector):
+            raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
+
+
 def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
     reports = []
     for path, kind in discover(paths, config, force_exclude=options.force_exclude):
-        rules = _rules_for(path, enabled, config)
+        rules = rules_for(path, enabled, config)
         reports.append(check_file(path, kind, rules, settings, options))
     return reports
 
@@ -146,13 +154,27 @@ def check_other(job: Job) -> FileReport:
             text = job.data.decode("utf-8-sig")
         except UnicodeDecodeError:
             return FileReport(job.path, [error_finding(job.path, "not UTF-8 text")])
-    findings: list[Finding] = []
     source = SourceFile(job.path, job.kind, job.data, text)
-    for rule in job.file_rules:
-        findings.extend(rule.check(source))
+    findings = run_file_rules(job.file_rules, source)
     if text is not None:
-        findings = noqa.unsuppressed(findings, text.splitlines())
+        lines = text.splitlines()
+        if job.kind is FileKind.DOCKERFILE:  # Docker allows comments on their own lines only
+            lines = dockerfile.noqa_lines(lines)
+        findings = noqa.unsuppressed(findings, lines)
     return FileReport(job.path, findings, text)
+
+
+def run_file_rules(rules: Sequence[FileRule], source: SourceFile) -> list[Finding]:
+    """Every rule's findings, each once: two rules reading one malformed file report it once.
+    A rule that fails on an odd input reports an error line for that file, and the run goes on."""
+    findings: list[Finding] = []
+    for rule in rules:
+        try:
+            findings.extend(rule.check(source))
+        except Exception as error:
+            message = f"{rule.code} could not read the file: {type(error).__name__}: {error}"
+            findings.append(error_finding(source.path, message))
+    return list(dict.fromkeys(findings))
 
 
 def unified_diff(before: str, after: str, path: Path) -> str:
@@ -167,7 +189,7 @@ def unified_diff(before: str, after: str, path: Path) -> str:
     )
 
 
-def _rules_for(path: Path, enabled: Sequence[type[Rule]], config: Config) -> tuple[type[Rule], ...]:
+def rules_for(path: Path, enabled: Sequence[type[Rule]], config: Config) -> tuple[type[Rule], ...]:
     ignored = [
         code.upper()
         for pattern, codes in config.per_file_ignores.items()
@@ -190,3 +212,7 @@ def _matches(path: Path, pattern: str, root: Path) -> bool:
 def _text(module: object) -> str | None:
     code = getattr(module, "code", None)
     return code if isinstance(code, str) else None
+
+
+# The notebook checker registers itself in CHECKERS; it imports this module, so it comes last.
+from cudalint.engine import notebook as _notebook  # noqa: E402, F401

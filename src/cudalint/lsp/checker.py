@@ -7,13 +7,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudalint import rules as registry
 from cudalint.config import Config, ConfigError, load_config
 from cudalint.discovery import discover
 from cudalint.engine import project
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.context import Settings
-from cudalint.engine.runner import RunOptions, _rules_for, check_file, selected_rules
+from cudalint.engine.runner import (
+    RunOptions,
+    check_file,
+    rules_for,
+    selected_rules,
+    validate_selectors,
+)
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
 from cudalint.rules.base import PythonRule, Rule
@@ -32,7 +37,7 @@ class Project:
     enabled: tuple[type[Rule], ...]
 
     def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
-        return _rules_for(path, self.enabled, self.config)
+        return rules_for(path, self.enabled, self.config)
 
 
 class Projects:
@@ -67,9 +72,7 @@ def _load(folder: Path, root: Path) -> Project | ConfigError:
         config = load_config(folder)
         if config.source is None and root != folder:
             config = Config(root=root.resolve())
-        for selector in [*config.select, *config.ignore, *config.extend_select]:
-            if not registry.is_known_selector(selector):
-                raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
+        validate_selectors(config)
         return Project(config, project.settings_for(config), selected_rules(config, _OPTIONS))
     except ConfigError as error:
         return error
