@@ -35,7 +35,8 @@ def run_on(
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(source.encode() if isinstance(source, str) else source)
-    config = config or Config(root=tmp_path)
+    # A fixed target torch, so that version-gated fixes don't depend on what is installed.
+    config = config or Config(root=tmp_path, target_torch="2.13")
     kind = classify(path) or FileKind.PYTHON
     options = RunOptions(fix=fix or unsafe, unsafe_fixes=unsafe, want_edits=True)
     report = check_file(path, kind, _rules(codes), project.settings_for(config), options)

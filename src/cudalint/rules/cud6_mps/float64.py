@@ -1,0 +1,257 @@
+"""CUD601: float64 (or complex128) tensors on a device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cudalint.rules.base import Invalid
+from cudalint.rules.cud1_device import args as call_args
+from cudalint.rules.cud6_mps import dtypes
+from cudalint.rules.cud6_mps.assignments import TracksAssignments
+from cudalint.rules.cud6_mps.placement import Placement, is_off_cpu, placement
+
+_DEFAULT_DTYPE_SETTERS = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
+_MAX_HOPS = 6
+_MPS = "MPS has no float64 (`TypeError: Cannot convert a MPS Tensor to float64 dtype`)"
+
+
+_FROM_NUMPY = (
+    "numpy array (float64 by default) moved to a device: MPS has no float64 and raises there; "
+    "convert with `.float()` or build the array as float32"
+)
+
+
+def _message(suggestion: str) -> str:
+    dtype = "complex128" if suggestion.endswith("complex64") else "float64"
+    return f"{dtype} tensor on a device: MPS has no {dtype} and raises there; use {suggestion}"
+
+
+@dataclass(frozen=True)
+class _State:
+    """What a method chain has made of a tensor so far."""
+
+    site: cst.CSTNode | None = None  # where it became float64
+    message: str = ""  # what to say there
+    on_device: bool = False
+
+
+_NOTHING = _State()
+
+
+class Float64OnDevice(TracksAssignments):
+    """
+    ## What it does
+    Finds float64 and complex128 tensors that reach a device: a `dtype=torch.float64` with a
+    `device=`, `.double()` or `.to(torch.float64)` before or after a move to a device,
+    `torch.set_default_dtype(torch.float64)` (in a module that uses a device), and
+    `torch.from_numpy(...)` of a numpy array that is float64 by default (`np.ones`,
+    `np.random.rand`, `np.array([0.5])`, ...) moved to a device, also through a variable
+    assigned in the same scope. A float64 tensor that stays on the CPU is fine and not reported.
+
+    ## Why is this bad?
+    The MPS backend has no float64: moving such a tensor to a Mac GPU raises
+    `TypeError: Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't
+    support float64. Please use float32 instead.` complex128 fails in the same way. numpy makes
+    float64 arrays unless told otherwise, so `torch.from_numpy(np.random.rand(3)).to(device)`
+    is float64 on the device.
+
+    ## Example
+    ```python
+    x = torch.zeros(3, dtype=torch.float64, device=device)
+    y = torch.from_numpy(np.random.rand(3)).to(device)
+    ```
+
+    ## Use instead
+    ```python
+    x = torch.zeros(3, dtype=torch.float32, device=device)
+    y = torch.from_numpy(np.random.rand(3)).float().to(device)
+    ```
+    Keep float64 work on the CPU where the precision is needed.
+    """
+
+    code = "CUD601"
+    name = "float64-on-device"
+    message = _message("torch.float32")
+    keywords = ("float64", "double", "Double", "complex128", "cdouble", "numpy", "dtype=float")
+    VALID = (
+        "import torch\nx = torch.zeros(3, dtype=torch.float64)\n",
+        "import torch\nx = torch.zeros(3, dtype=torch.float64, device='cpu')\n",
+        "import torch\nx = torch.zeros(3, dtype=torch.float64, device=torch.device('cpu'))\n",
+        "import torch\ndev = 'cpu'\nx = torch.ones(2, dtype=torch.double, device=dev)\n",
+        "import torch\nx = torch.zeros(3, dtype=torch.float32, device=device)\n",
+        "import torch\nx = t.double()\ny = t.to(torch.float64)\n",
+        "import torch\nx = t.double().float().to(device)\n",
+        "import torch\ny = t.to(device).cpu().double()\n",
+        "import torch\nx = t.to(device)\ny = x.cpu().double()\n",
+        "import torch\nx = t.double().argmax().to(device)\n",
+        "import numpy as np\nimport torch\nt = torch.from_numpy(np.ones(3)).float().to(device)\n",
+        "import numpy as np\nimport torch\n"
+        "t = torch.from_numpy(np.ones(3, dtype=np.float32)).to(device)\n",
+        "import numpy as np\nimport torch\nt = torch.from_numpy(np.array([1, 2])).to(device)\n",
+        "import numpy as np\nimport torch\n"
+        "a = np.random.rand(3).astype(np.float32)\nt = torch.from_numpy(a).to(device)\n",
+        "import numpy as np\nimport torch\nt = torch.from_numpy(np.random.rand(3))\n",
+        "import torch\ntorch.set_default_dtype(torch.float32)\n",
+        "import torch\ntorch.set_default_dtype(torch.float64)\nx = torch.linspace(0, 1, 9)\n",
+        "import torch\nx = torch.tensor(data, dtype=torch.float64).to('cpu')\n",
+        "import torch\nprint('use torch.float64 on device')\n",
+        "x = np.double(3.0)\n",
+    )
+    INVALID = (
+        Invalid("import torch\nx = torch.zeros(3, dtype=torch.float64, device=dev)\n"),
+        Invalid("import torch as th\nx = th.randn(3, 3, device='cuda', dtype=th.double)\n"),
+        Invalid("import torch\nx = torch.ones(2, dtype=torch.complex128, device=device)\n"),
+        Invalid("import torch\ny = x.double().to(device)\n"),
+        Invalid("import torch\ny = x.to(device).double()\n"),
+        Invalid("import torch\ny = x.to(device, torch.float64)\n"),
+        Invalid("import torch\ny = x.to(device=d, dtype=torch.float64)\n"),
+        Invalid("import torch\ny = x.to(torch.float64).contiguous().cuda()\n"),
+        Invalid("import torch\nmodel = Net().double().to(device)\n"),
+        Invalid("import torch\ny = torch.tensor(data, dtype=float).to(device)\n"),
+        Invalid("import torch\ntorch.set_default_dtype(torch.float64)\nx = x.to(device)\n"),
+        Invalid("import torch\ntorch.set_default_tensor_type(torch.DoubleTensor)\nm.cuda()\n"),
+        Invalid("import numpy as np\nimport torch\nt = torch.from_numpy(np.ones(3)).to(device)\n"),
+        Invalid(
+            "import numpy as np\nimport torch\n"
+            "def load(device):\n    a = np.random.rand(3)\n"
+            "    return torch.from_numpy(a).to(device)\n"
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\n"
+            "t = torch.tensor(np.array([0.5, 1.5]), device=device)\n"
+        ),
+        Invalid(
+            "import numpy\nimport torch\n"
+            "x = numpy.linspace(0, 1, 50)\ny = 2 * x + 1\n"
+            "t = torch.as_tensor(y).to(device, non_blocking=True)\n"
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\nrng = np.random.default_rng(0)\n"
+            "t = torch.from_numpy(rng.normal(size=3)).cuda()\n"
+        ),
+        Invalid("import torch\nw = torch.zeros(3, dtype=torch.float64)\nw = w.to(device)\n"),
+        Invalid("import torch\ny = x.to(device).new_zeros(3, dtype=torch.float64)\n"),
+        Invalid("import torch\ny = x.to(device).double().cpu()\n"),
+        Invalid(
+            "import torch\nx = t.double()\ny = x.to(device)\nz = x.to(device)\n",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._inside_chain(node):
+            return  # the outermost call of the chain follows it
+        if self.ctx.call_name(node) in _DEFAULT_DTYPE_SETTERS:
+            self._check_default(node)
+            return
+        self._state(node, 0)
+
+    def _inside_chain(self, node: cst.Call) -> bool:
+        parent, grandparent = self.ctx.parent(), self.ctx.parent(2)
+        return isinstance(parent, cst.Attribute) and parent.value is node \
+            and isinstance(grandparent, cst.Call) and grandparent.func is parent
+
+    def _check_default(self, node: cst.Call) -> None:
+        first = call_args.positional(node.args, 0)
+        if first is None or not self._uses_devices():
+            return
+        if dtypes.float64_dtype(self, first.value) or dtypes.float64_tensor_type(self, first.value):
+            self.report(node, "float64 as the default dtype puts float64 on the device too: "
+                              f"{_MPS}; keep torch.float32 as the default")
+
+    def _uses_devices(self) -> bool:
+        """A CPU-only script may well want float64 by default; one that uses a device can't."""
+        code = self.ctx.module.code
+        return any(word in code for word in ("device", "cuda", "mps"))
+
+    # -- following a tensor ---------------------------------------------------------------
+    def _state(self, expr: cst.BaseExpression, hops: int) -> _State:
+        if hops > _MAX_HOPS:
+            return _NOTHING
+        expr, _ = self.resolve(expr)
+        if not isinstance(expr, cst.Call):
+            return _NOTHING
+        if not self._is_method_call(expr):
+            return self._created(expr)
+        links: list[cst.Call] = []
+        base: cst.BaseExpression = expr
+        while isinstance(base, cst.Call) and self._is_method_call(base):
+            links.append(base)
+            base = base.func.value  # type: ignore[attr-defined]
+        state = self._state(base, hops + 1)
+        for call in reversed(links):
+            state = self._step(call, state)
+            if state is _NOTHING:
+                break
+        return state
+
+    def _is_method_call(self, call: cst.Call) -> bool:
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        name = self.ctx.call_name(call)
+        return name is None or not name.startswith(("torch.", "numpy."))
+
+    def _created(self, call: cst.Call, *, inherited: bool = False) -> _State:
+        """A tensor made by a function: `torch.zeros(..., dtype=, device=)`, `from_numpy`;
+        `inherited`: `x.new_zeros(...)` of a tensor on the device."""
+        dtype = call_args.keyword(call.args, "dtype")
+        device = call_args.keyword(call.args, "device")
+        on_device = is_off_cpu(self, device.value) if device is not None else inherited
+        suggestion = dtypes.float64_dtype(self, dtype.value) if dtype is not None else None
+        if suggestion is not None and dtype is not None:
+            return self._moved(_State(dtype, _message(suggestion), on_device))
+        if dtype is None and self._from_float64_array(call):
+            return self._moved(_State(call, _FROM_NUMPY, on_device))
+        return _State(on_device=on_device)
+
+    def _from_float64_array(self, call: cst.Call) -> bool:
+        if self.ctx.call_name(call) not in dtypes.table().from_numpy:
+            return False
+        data = call_args.positional(call.args, 0)
+        return data is not None and dtypes.float64_array(self, data.value)
+
+    def _step(self, call: cst.Call, state: _State) -> _State:
+        method = call.func.attr.value  # type: ignore[attr-defined]
+        table = dtypes.table()
+        if method in table.to_float64:
+            attr = call.func.attr  # type: ignore[attr-defined]
+            return self._moved(_State(attr, _message("torch.float32"), state.on_device))
+        if method in table.to_other:
+            return _State(on_device=state.on_device)
+        if method == "cuda":
+            return self._moved(_State(state.site, state.message, on_device=True))
+        if method == "cpu":
+            return _State(state.site, state.message, on_device=False)
+        if method in ("to", "type"):
+            return self._converted(call, state)
+        if call_args.keyword(call.args, "dtype") is not None:
+            return self._created(call, inherited=method.startswith("new_") and state.on_device)
+        return state if method in table.keeping else _NOTHING
+
+    def _converted(self, call: cst.Call, state: _State) -> _State:
+        """`.to(device)`, `.to(dtype)`, `.to(device, dtype)`, `.type(torch.float64)`."""
+        on_device = state.on_device
+        site, message = state.site, state.message
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword in ("non_blocking", "copy", "memory_format"):
+                continue
+            new = dtypes.float64_dtype(self, arg.value)
+            if new is not None or dtypes.float64_tensor_type(self, arg.value):
+                site, message = arg, _message(new or "torch.float32")
+            elif dtypes.other_dtype(self, arg.value):
+                site = None
+            elif keyword == "device" or keyword is None:
+                where = placement(self, arg.value)
+                if where is Placement.UNKNOWN and keyword is None:
+                    return _NOTHING  # `.to(other_tensor)`, `.to(some_dtype)`: can't tell
+                on_device = where is not Placement.CPU
+            else:
+                return _NOTHING
+        return self._moved(_State(site, message, on_device))
+
+    def _moved(self, state: _State) -> _State:
+        if state.site is not None and state.on_device:
+            self.report(state.site, state.message)
+        return state

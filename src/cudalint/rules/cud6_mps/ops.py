@@ -1,0 +1,273 @@
+"""CUD602: calls whose ATen ops have no MPS kernel (from the generated tables in mps_ops)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+
+import libcst as cst
+
+from cudalint.finding import Severity
+from cudalint.mps_ops import UNKNOWN_VALUE, Coverage, OpStatus, load_coverage
+from cudalint.rules import tables
+from cudalint.rules.base import Invalid, PythonRule
+from cudalint.rules.cud1_device import args as call_args
+
+_FALLBACK_VARIABLE = "PYTORCH_ENABLE_MPS_FALLBACK"
+_LITERALS: Mapping[str, object] = {"True": True, "False": False, "None": None}
+# Namespaces whose lower-case functions return tensors (`torch.randn`, `F.softmax`), unlike
+# `torch.multiprocessing.Queue()` or `torch.load(...)`.
+_TENSOR_NAMESPACES = frozenset(
+    {"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"}
+)
+_NOT_TENSORS = frozenset({"device", "load", "compile", "get_default_dtype", "get_default_device"})
+
+
+class OpWithoutMpsKernel(PythonRule):
+    """
+    ## What it does
+    Finds calls whose ATen ops have no MPS kernel in the target torch version
+    (`target-torch`, else the installed one): `torch.linalg.eig`/`eigvals`/`eigh`,
+    `torch.mode`, `nn.CTCLoss`, `F.pdist`, `torch.take`, ... The table is generated from
+    torch's own `native_functions.yaml` and a trace of each call's decomposition, so
+    `torch.linalg.eigvals` (composite, made of `linalg_eig`) is found while `torch.linalg.solve`
+    and `torch.matmul` are not. Tensor methods (`x.mode()`, `x.svd()`) are matched by name in
+    modules that import torch; names other libraries share (`mode`, `take`, `put`, ...:
+    pandas' `Series.mode()`, `queue.put()`) only when the receiver is evidently a tensor
+    (`dim=` given, or made by a torch function). A call given an explicit CPU tensor
+    (`A.cpu()`) is not reported; only the forward pass's ops count.
+
+    ## Why is this bad?
+    On a Mac such an op raises `NotImplementedError: The operator '...' is not currently
+    implemented for the MPS device` unless `PYTORCH_ENABLE_MPS_FALLBACK=1` is set before torch
+    is imported; with it, the op runs on the CPU, with copies to and from the GPU (error, or
+    warning when the module sets the variable before importing torch). A few ops
+    (`linalg_svd`, `col2im`, ...) always run on the CPU there (warning).
+
+    ## Example
+    ```python
+    eigenvalues = torch.linalg.eigvals(matrix.to(device))
+    ```
+
+    ## Use instead
+    ```python
+    eigenvalues = torch.linalg.eigvals(matrix.cpu()).to(device)
+    ```
+    or set `PYTORCH_ENABLE_MPS_FALLBACK=1` in the environment before starting Python.
+    """
+
+    code = "CUD602"
+    name = "op-without-mps-kernel"
+    message = "this call's ATen op has no MPS kernel"
+    # A reported call resolves to `torch.*`, or is a tensor method in a module importing torch.
+    keywords = ("torch",)
+    VALID = (
+        "import torch\nx = torch.linalg.solve(A, b)\n",
+        "import torch\ny = torch.matmul(a, b)\n",
+        "import torch.nn as nn\nlayer = nn.Linear(3, 4)\n",
+        "import torch\nw = torch.linalg.eig(A.cpu())\n",
+        "import torch\nfrom scipy import stats\nm = stats.mode(values)\n",
+        "import torch\nimport numpy as np\nv = np.linalg.eig(a)\nw = np.take(a, [0])\n",
+        "import torch\nm = df['label'].mode()\nq.put(item)\n",
+        "import torch.multiprocessing as mp\nq = mp.get_context('spawn').Queue()\nq.put(1)\n",
+        "import torch\nprint('torch.linalg.eig has no MPS kernel')\n",
+        "m = x.svd()\n",
+    )
+    INVALID = (
+        Invalid("import torch\nw = torch.linalg.eig(A)\n"),
+        Invalid("import torch as th\nw = th.linalg.eigvals(A.to(device))\n"),
+        Invalid("import torch.nn.functional as F\nd = F.pdist(x)\n"),
+        Invalid("from torch import nn\nloss = nn.CTCLoss(blank=0)\n"),
+        Invalid("import torch\nvalues, idx = torch.mode(x, dim=1)\n"),
+        Invalid("import torch\nvalues, idx = x.mode(dim=-1)\n"),
+        Invalid("import torch\nt = torch.randn(4, 4)\nm = t.mode()\n"),
+        Invalid("import torch\nu, s, v = x.svd()\n"),
+        Invalid("import torch\nopt = torch.optim.Adagrad(params, fused=True)\n"),
+        Invalid(
+            "import os\nos.environ['PYTORCH_ENABLE_MPS_FALLBACK'] = '1'\nimport torch\n"
+            "w = torch.linalg.eig(A)\n"
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self._on_cpu(node):
+            return
+        name = self.ctx.call_name(node)
+        if name is not None and name.startswith("torch."):
+            self._check(node, node, name, f"`{name}`")
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and self._tensor_method(node, func):
+            method = func.attr.value
+            for info in self._coverage.method_calls(method):
+                self._check(node, func.attr, info.name, f"`.{method}()`")
+                return
+
+    def _check(self, call: cst.Call, where: cst.CSTNode, name: str, shown: str) -> None:
+        cov = self._coverage
+        missing = cov.missing_for_call(name, _keywords(call))
+        if not missing:
+            return
+        raising = [op for op in missing if cov.status(op) is OpStatus.NO_MPS]
+        slow = [op for op in missing if op not in raising]
+        message, severity = self._describe(shown, raising, slow)
+        self.report(where, message, severity=severity)
+
+    def _describe(self, shown: str, raising: list[str], slow: list[str]
+                  ) -> tuple[str, Severity]:
+        version = f"torch {self._coverage.version}{self._nearest_note()}"
+        parts: list[str] = []
+        severity = Severity.WARNING
+        if raising:
+            parts.append(f"{shown} needs {_ops(raising)}, with no MPS kernel in {version}: "
+                         f"{self._fallback_advice()}")
+            if self._fallback != "before":
+                severity = Severity.ERROR
+        if slow:
+            parts.append(f"{shown} needs {_ops(slow)}, which always runs on the CPU under MPS "
+                         f"in {version} (slow)")
+        return "; ".join(parts), severity
+
+    def _fallback_advice(self) -> str:
+        if self._fallback == "before":
+            return f"it runs on the CPU through {_FALLBACK_VARIABLE}=1, set here (slow)"
+        advice = (f"NotImplementedError on a Mac unless {_FALLBACK_VARIABLE}=1 is set before "
+                  "importing torch (then it runs on the CPU)")
+        if self._fallback == "after":
+            advice += f"; this module sets {_FALLBACK_VARIABLE} after importing torch: too late"
+        return advice
+
+    def _nearest_note(self) -> str:
+        wanted = self.ctx.settings.target_torch
+        major, minor = (int(p) for p in self._coverage.version.split(".")[:2])
+        if (major, minor) == wanted:
+            return ""
+        return f" (nearest table to target {wanted[0]}.{wanted[1]})"
+
+    # -- which calls -----------------------------------------------------------------------
+    def _tensor_method(self, call: cst.Call, func: cst.Attribute) -> bool:
+        if not self._imports_torch or func.attr.value not in self._coverage.method_names:
+            return False
+        receiver = func.value
+        if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
+            return False
+        if self._is_import(receiver):
+            return False  # `stats.mode(...)`, `np.take(...)`: a module's function
+        methods = tables.load("tensor_methods.toml")
+        if func.attr.value not in methods["shared_names"]:
+            return True
+        return any(a.keyword is not None and a.keyword.value in methods["torch_keywords"]
+                   for a in call.args) or self._made_by_torch(receiver)
+
+    def _is_import(self, expr: cst.BaseExpression) -> bool:
+        while isinstance(expr, cst.Attribute):
+            expr = expr.value
+        return isinstance(expr, cst.Name) and expr.value in self.ctx.aliases
+
+    def _made_by_torch(self, expr: cst.BaseExpression) -> bool:
+        """`torch.randn(3).mode()`, or `t.mode()` after `t = torch.randn(3)` in the module."""
+        if isinstance(expr, cst.Name):
+            expr = self._assigned.get(expr.value, expr)
+        while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            name = self.ctx.call_name(expr)
+            if name is not None:
+                return _returns_tensor(name)
+            expr = expr.func.value
+        return False
+
+    def _on_cpu(self, call: cst.Call) -> bool:
+        """`torch.linalg.eig(A.cpu())`, `torch.mode(x, device="cpu")`: explicitly on the CPU."""
+        device = call_args.keyword(call.args, "device")
+        if device is not None and isinstance(device.value, cst.SimpleString) \
+                and str(device.value.evaluated_value).startswith("cpu"):
+            return True
+        first = call_args.positional(call.args, 0)
+        return first is not None and isinstance(first.value, cst.Call) \
+            and isinstance(first.value.func, cst.Attribute) \
+            and first.value.func.attr.value == "cpu"
+
+    # -- per-module facts ------------------------------------------------------------------
+    @cached_property
+    def _coverage(self) -> Coverage:
+        major, minor = self.ctx.settings.target_torch
+        return load_coverage(f"{major}.{minor}")
+
+    @cached_property
+    def _imports_torch(self) -> bool:
+        return any(q is not None and (q == "torch" or q.startswith("torch."))
+                   for q in self.ctx.aliases.values())
+
+    @cached_property
+    def _assigned(self) -> dict[str, cst.BaseExpression]:
+        """Names assigned once at any level of the module: enough to see `t = torch.randn(3)`."""
+        found: dict[str, list[cst.BaseExpression]] = {}
+
+        class _Collect(cst.CSTVisitor):
+            def visit_Assign(self, node: cst.Assign) -> None:
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        found.setdefault(target.target.value, []).append(node.value)
+
+        self.ctx.module.visit(_Collect())
+        return {name: values[0] for name, values in found.items() if len(values) == 1}
+
+    @cached_property
+    def _fallback(self) -> str | None:
+        """"before"/"after": the module sets PYTORCH_ENABLE_MPS_FALLBACK before/after its
+        first torch import, at top level; None: it doesn't."""
+        torch_seen = False
+        for statement in self.ctx.module.body:
+            if _imports_torch_statement(statement):
+                torch_seen = True
+            elif _sets_fallback(self.ctx.module, statement):
+                return "after" if torch_seen else "before"
+        return None
+
+
+def _returns_tensor(name: str) -> bool:
+    namespace, _, leaf = name.rpartition(".")
+    return namespace in _TENSOR_NAMESPACES and leaf.islower() and leaf not in _NOT_TENSORS
+
+
+def _sets_fallback(module: cst.Module, statement: cst.CSTNode) -> bool:
+    """`os.environ["PYTORCH_ENABLE_MPS_FALLBACK"] = "1"`, `os.environ.setdefault(...)`,
+    `os.putenv(...)`: a top-level statement naming the variable and the environment."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    code = module.code_for_node(statement)
+    return _FALLBACK_VARIABLE in code and ("environ" in code or "putenv" in code)
+
+
+def _imports_torch_statement(statement: cst.CSTNode) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Import) and any(
+                cst.Module([]).code_for_node(a.name).split(".")[0] == "torch"
+                for a in small.names):
+            return True
+        if isinstance(small, cst.ImportFrom) and small.module is not None \
+                and cst.Module([]).code_for_node(small.module).split(".")[0] == "torch":
+            return True
+    return False
+
+
+def _keywords(call: cst.Call) -> dict[str, object]:
+    """The call's keyword arguments, as Python values where they are literals."""
+    found: dict[str, object] = {}
+    for arg in call.args:
+        if arg.keyword is not None:
+            found[arg.keyword.value] = _literal(arg.value)
+    return found
+
+
+def _literal(expr: cst.BaseExpression) -> object:
+    if isinstance(expr, cst.Name) and expr.value in _LITERALS:
+        return _LITERALS[expr.value]
+    if isinstance(expr, (cst.SimpleString, cst.Integer, cst.Float)):
+        return expr.evaluated_value
+    return UNKNOWN_VALUE
+
+
+def _ops(ops: list[str]) -> str:
+    return ", ".join(f"`aten::{op.split('.')[0]}`" for op in ops)
