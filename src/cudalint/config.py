@@ -19,7 +19,8 @@ from cudalint.engine.context import HELPER_MODULE_DEFAULT
 
 DEFAULT_TARGET_TORCH = "2.6"
 DEFAULT_EXCLUDE = (
-    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pants.d", ".pytype",
+    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+    ".pants.d", ".pytype",
     ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "dist",
     "node_modules", "site-packages", "venv", "__pycache__",
 )

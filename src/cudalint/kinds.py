@@ -70,13 +70,16 @@ _NAME_PATTERNS: tuple[tuple[FileKind, str], ...] = (
 
 
 def classify(path: Path) -> FileKind | None:
-    """The kind of a file from its name (and, for CI workflows, its folder)."""
+    """The kind of a file from its name (and, for CI workflows and a `requirements/` folder,
+    its folder)."""
     name = path.name
     parts = path.parts
     if len(parts) >= 3 and parts[-3:-1] == (".github", "workflows") and name.endswith(
         (".yml", ".yaml")
     ):
         return FileKind.CI
+    if len(parts) >= 2 and parts[-2] == "requirements" and name.endswith((".txt", ".in")):
+        return FileKind.REQUIREMENTS  # requirements/base.txt, requirements/gpu.in
     for kind, pattern in _NAME_PATTERNS:
         if fnmatch.fnmatchcase(name, pattern):
             return kind

@@ -8,6 +8,7 @@ from cudalint.rules import all_rules
 from cudalint.rules.base import Invalid, Rule, Valid, iter_examples
 from tests.lint import run_on
 
+
 def _rule_id(rule: type[Rule]) -> str:
     """The code, and the class name for a code's secondary classes (CUD501 in Python)."""
     return rule.code if rule.primary else f"{rule.code}-{rule.__name__}"

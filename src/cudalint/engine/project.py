@@ -60,8 +60,16 @@ def pyproject_names(root: Path) -> frozenset[str]:
     """The import name of the project's own distribution (`flash-attn` -> `flash_attn`)."""
     try:
         document = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return frozenset()
-    names = [document.get("project", {}).get("name"),
-             document.get("tool", {}).get("poetry", {}).get("name")]
+    names = [_get(document, "project", "name"), _get(document, "tool", "poetry", "name")]
     return frozenset(re.sub(r"[-.]+", "_", n).lower() for n in names if isinstance(n, str))
+
+
+def _get(table: object, *keys: str) -> object:
+    """`table[k1][k2]...`, or None where a level is missing or not a table."""
+    for key in keys:
+        if not isinstance(table, dict):
+            return None
+        table = table.get(key)
+    return table

@@ -1,0 +1,305 @@
+"""Jupyter notebooks: every code cell is linted (and fixed) as Python by all enabled Python
+rules, and its IPython escapes are read as shell by the script rules (CUD4, CUD5).
+
+Cells are numbered from 1 among all cells, markdown included, as ruff numbers them; rows are
+relative to the cell. A cell that does not parse as Python is read again with its magics
+(`%matplotlib inline`, `!nvidia-smi`, `x = !ls`, `obj?`) replaced by placeholder statements,
+so rows and columns of the Python around them hold. `%%bash`-style cells are shell only;
+other cell magics (`%%html`, `%%writefile`, ...) are skipped. A fixed notebook is written
+back with its JSON layout: indent, key order, `source` as a list or a string, outputs, and
+the trailing newline.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cudalint.engine import noqa
+from cudalint.engine.autofix import FixError, fix_python
+from cudalint.engine.python import BOM, error_finding, lint_python
+from cudalint.engine.runner import CHECKERS, FileReport, Job, finish_fix, run_file_rules
+from cudalint.finding import Finding
+from cudalint.kinds import FileKind, SourceFile
+
+_PLACEHOLDER = "pass  # cudalint-magic-{}"
+_PLACEHOLDER_LINE = re.compile(r"^\s*pass  # cudalint-magic-(\d+)\s*$")
+_LINE_MAGIC = re.compile(r"^(\s*)(?:[!%?]|[\w.,\s\[\]]+=\s*[!%])")
+_HELP = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
+_CELL_MAGIC = re.compile(r"^%%(\w+)\s*(\S*)")
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python",
+                                 "python3"})
+_SHELL_CELL_MAGICS = frozenset({"bash", "sh", "system", "script"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", ""})
+# `%env NAME=value` / `%env NAME value` / `%set_env NAME value`: read as `NAME=value`.
+_ENV_MAGIC = re.compile(r"^(\s*%(?:env|set_env)\s+)([A-Za-z_]\w*)(?:(\s*=\s*|\s+)(.*))?$")
+_SHELL_LINE_MAGIC = re.compile(r"^(\s*%(?:sx|system|sc)\s+)")
+_INSTALL_MAGIC = re.compile(r"^(\s*)%(?=(?:pip|conda|mamba|micromamba)\b)")
+_BANG = re.compile(r"^\s*(?:[\w.,\s\[\]]+=\s*)?!!?")
+
+
+@dataclass
+class Cell:
+    """One code cell: its Python view (magics masked) and its shell view (escapes only)."""
+
+    text: str
+    python: str | None  # None: not Python (`%%bash`, `%%html`)
+    shell: str
+    originals: dict[int, str] = field(default_factory=dict)  # placeholder -> masked lines
+
+
+def check_notebook(job: Job) -> FileReport:
+    try:
+        text = job.data.decode("utf-8-sig")
+        notebook = json.loads(text)
+    except (UnicodeDecodeError, RecursionError) as error:
+        return FileReport(job.path, [error_finding(job.path, f"not a notebook: {error}")])
+    except json.JSONDecodeError as error:
+        message = f"not a notebook: invalid JSON: {error.msg}"
+        return FileReport(job.path, [error_finding(job.path, message, error.lineno,
+                                                   error.colno)])
+    cells = notebook.get("cells") if isinstance(notebook, dict) else None
+    if not isinstance(cells, list):
+        message = "not a notebook: no `cells` list (only nbformat 4 is read)"
+        return FileReport(job.path, [error_finding(job.path, message)])
+    if not _is_python(notebook):
+        return FileReport(job.path, [], text)
+    fixing = job.options.fix or job.options.diff
+    findings: list[Finding] = []
+    applied = 0
+    changed: dict[int, str | list[str]] = {}  # 0-based cell index -> its new source
+    for index, raw in enumerate(cells, start=1):
+        if not isinstance(raw, dict) or raw.get("cell_type") != "code":
+            continue
+        cell = read_cell(_source(raw))
+        findings.extend(_shell_findings(job, cell, index))
+        if cell.python is None:
+            continue
+        if fixing:
+            fixed, count, found = _fix_cell(job, cell)
+            if count:
+                changed[index - 1] = _as_stored(fixed, raw.get("source"))
+                applied += count
+        else:
+            found = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
+                                keywords=job.keywords, want_edits=job.options.want_edits,
+                                cell=index).findings
+        findings.extend(replace(finding, cell=index) for finding in found)
+    if not fixing:
+        return FileReport(job.path, findings, text)
+    if not changed:
+        return finish_fix(job, job.data, 0, findings)
+    written = splice_sources(text, cells, changed)
+    if written is None:  # the sources could not be found in the text: write it anew
+        for index, source in changed.items():
+            cells[index]["source"] = source
+        written = dump(notebook, text)
+    bom = BOM if job.data.startswith(BOM) else b""
+    return finish_fix(job, bom + written.encode(), applied, findings)
+
+
+def _is_python(notebook: dict[str, Any]) -> bool:
+    metadata = notebook.get("metadata")
+    if not isinstance(metadata, dict):
+        return True
+    language = _field(metadata, "kernelspec", "language") or _field(
+        metadata, "language_info", "name") or "python"
+    return str(language).lower().startswith("python")
+
+
+def _field(metadata: dict[str, Any], table: str, key: str) -> object:
+    value = metadata.get(table)
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, list):
+        return "".join(part for part in source if isinstance(part, str))
+    return source if isinstance(source, str) else ""
+
+
+def _as_stored(text: str, original: object) -> str | list[str]:
+    """The cell text in the notebook's own form: a list of lines or one string."""
+    return text.splitlines(keepends=True) if isinstance(original, list) else text
+
+
+# -- one cell ---------------------------------------------------------------------------------
+def read_cell(text: str) -> Cell:
+    lines = text.split("\n")
+    first = _CELL_MAGIC.match(lines[0])
+    if first is not None:
+        name, argument = first.group(1), first.group(2)
+        if name in _SHELL_CELL_MAGICS and (name != "script" or argument in _SHELLS):
+            return Cell(text, None, "\n".join(["", *lines[1:]]))
+        if name not in _PYTHON_CELL_MAGICS:
+            return Cell(text, None, "")
+    elif _parses(text):
+        return Cell(text, text, "")
+    return _masked(text, lines, skip_first=first is not None)
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _masked(text: str, lines: list[str], *, skip_first: bool) -> Cell:
+    """The cell with each magic (and its `\\` continuations) replaced by a placeholder in the
+    Python view, and kept as a command in the shell view."""
+    python: list[str] = []
+    shell: list[str] = []
+    originals: dict[int, str] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        first = skip_first and index == 0
+        if not first and not (_LINE_MAGIC.match(line) or _HELP.match(line)):
+            python.append(line)
+            shell.append("")
+            index += 1
+            continue
+        indent = "" if first else line[: len(line) - len(line.lstrip())]
+        shell.append("" if first else _shell_line(line))
+        while True:
+            originals[len(originals)] = lines[index]
+            python.append(indent + _PLACEHOLDER.format(len(originals) - 1))
+            index += 1
+            if index >= len(lines) or not lines[index - 1].rstrip().endswith("\\"):
+                break
+            shell.append(lines[index])  # a continuation of the command
+    return Cell(text, "\n".join(python), "\n".join(shell), originals)
+
+
+def _shell_line(line: str) -> str:
+    """The command of `!cmd`, `x = !cmd`, `%sx cmd`, `%pip ...`, `%env X=1`, at its columns."""
+    env = _ENV_MAGIC.match(line)
+    if env is not None:
+        if env.group(4) is None:
+            return ""  # `%env X` reads a variable
+        separator = env.group(3) if "=" in env.group(3) else "=" * len(env.group(3))
+        return " " * len(env.group(1)) + env.group(2) + separator + env.group(4)
+    escape = _BANG.match(line) or _SHELL_LINE_MAGIC.match(line)
+    if escape is not None:
+        return " " * escape.end() + line[escape.end() :]
+    install = _INSTALL_MAGIC.match(line)
+    if install is not None:  # `%pip install x` -> ` pip install x`
+        return line[: install.end() - 1] + " " + line[install.end() :]
+    return ""
+
+
+def _shell_findings(job: Job, cell: Cell, index: int) -> list[Finding]:
+    rules = [rule for rule in job.file_rules if FileKind.SHELL in rule.file_kinds]
+    if not rules or not cell.shell.strip():
+        return []
+    source = SourceFile(job.path, FileKind.SHELL, cell.shell.encode(), cell.shell)
+    found = noqa.unsuppressed(run_file_rules(rules, source), cell.text.split("\n"))
+    return [replace(finding, cell=index) for finding in found]
+
+
+def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding]]:
+    """The fixed cell text, the fixes applied, and the findings left."""
+    assert cell.python is not None
+    try:
+        outcome = fix_python(cell.python.encode(), job.path, job.python_rules, job.settings,
+                             unsafe=job.options.unsafe_fixes, keywords=job.keywords)
+    except FixError as error:
+        return cell.text, 0, [error_finding(job.path, str(error))]
+    fixed = _unmasked(outcome.data.decode(), cell.originals)
+    if fixed is None:  # a fix moved a placeholder: leave the cell as it was
+        result = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
+                             keywords=job.keywords)
+        return cell.text, 0, result.findings
+    return fixed, outcome.applied, outcome.result.findings
+
+
+def _unmasked(text: str, originals: dict[int, str]) -> str | None:
+    lines = text.split("\n")
+    seen = set()
+    for row, line in enumerate(lines):
+        match = _PLACEHOLDER_LINE.match(line)
+        if match is not None and int(match.group(1)) in originals:
+            seen.add(int(match.group(1)))
+            lines[row] = originals[int(match.group(1))]
+    return "\n".join(lines) if seen == set(originals) else None
+
+
+# -- writing ----------------------------------------------------------------------------------
+_SOURCE_KEY = re.compile(r'"source"\s*:\s*')
+
+
+def splice_sources(text: str, cells: list[Any], changed: dict[int, str | list[str]],
+                   ) -> str | None:
+    """The notebook text with only the changed cells' `source` values rewritten, each in the
+    layout of the value it replaces; every other byte stays. None when a cell's `source`
+    cannot be found in the text."""
+    decoder = json.JSONDecoder()
+    ascii_only = _escapes_non_ascii(text)
+    pieces: list[str] = []
+    cursor = search = 0
+    for index, cell in enumerate(cells):
+        if index > max(changed):
+            break
+        while True:
+            key = _SOURCE_KEY.search(text, search)
+            if key is None:
+                return None
+            try:
+                value, end = decoder.raw_decode(text, key.end())
+            except ValueError:
+                search = key.end()
+                continue
+            search = end
+            if isinstance(cell, dict) and value == cell.get("source"):
+                break
+        if index in changed:
+            old = text[key.end() : end]
+            pieces += [text[cursor : key.end()], _formatted(changed[index], old, ascii_only)]
+            cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def _formatted(value: str | list[str], old: str, ascii_only: bool) -> str:
+    """`value` as JSON laid out like `old`: a list one element per line when `old` was."""
+    newline = "\r\n" if "\r\n" in old else "\n"
+    element = re.match(r"\[\s*?\r?\n([ \t]*)\S", old)
+    if isinstance(value, str) or element is None or not value:
+        separators = (", ", ": ") if ", " in old or "," not in old else (",", ":")
+        return json.dumps(value, ensure_ascii=ascii_only, separators=separators)
+    closing = re.search(r"\n([ \t]*)\]$", old)
+    lines = [element.group(1) + json.dumps(line, ensure_ascii=ascii_only) for line in value]
+    return "[" + newline + ("," + newline).join(lines) + newline + \
+        (closing.group(1) if closing else "") + "]"
+
+
+def _escapes_non_ascii(text: str) -> bool:
+    return "\\u" in text and all(ord(c) < 128 for c in text)
+
+
+def dump(notebook: Any, original: str) -> str:
+    """The notebook as JSON in the layout of `original`: its indent, separators, escaping
+    of non-ASCII text, line endings and trailing newline; keys stay in their order."""
+    indent_match = re.match(r"\{\r?\n([ \t]+)\"", original)
+    indent: str | int | None = None
+    if indent_match is not None:
+        whitespace = indent_match.group(1)
+        indent = len(whitespace) if set(whitespace) == {" "} else whitespace
+    compact = indent is None and not re.match(r"\{\s*\"[^\"]*\"\s*:\s", original)
+    separators = (",", ":") if compact else (",", ": ")
+    text = json.dumps(notebook, indent=indent, separators=separators,
+                      ensure_ascii=_escapes_non_ascii(original))
+    if "\r\n" in original:
+        text = text.replace("\n", "\r\n")
+    if original.endswith("\n"):
+        text += "\r\n" if original.endswith("\r\n") else "\n"
+    return text
+
+
+CHECKERS[FileKind.NOTEBOOK] = check_notebook

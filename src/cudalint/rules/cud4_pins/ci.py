@@ -1,0 +1,184 @@
+"""CUD404: CI workflows that only test on CUDA: GPU runners, CUDA container images, CUDA
+toolkit set-up actions, and CUDA pins installed by their steps."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from yaml.nodes import Node
+
+from cudalint.engine.python import error_finding
+from cudalint.finding import Finding, Severity
+from cudalint.formats import yaml_lines
+from cudalint.formats.shell import Command, Word, lines_of, read_script
+from cudalint.kinds import FileKind, SourceFile
+from cudalint.rules.base import FileRule, Invalid, Valid
+from cudalint.rules.cud4_pins.conda import conda_command
+from cudalint.rules.cud4_pins.cuda_pins import Problem, cuda_image, finding
+from cudalint.rules.cud4_pins.pip import pip_command
+
+_GPU_LABEL = re.compile(
+    r"(?<![a-z0-9])(?:gpu\w*|cuda\w*|nvidia\w*|a10g?|a100|h100|h200|v100|t4|l4|l40s?)(?![a-z0-9])",
+    re.IGNORECASE,
+)
+_MATRIX = re.compile(r"matrix\.([\w-]+)")
+_GITLAB_RESERVED = frozenset({"stages", "variables", "default", "include", "workflow",
+                              "image", "services", "before_script", "after_script", "cache"})
+_SCRIPT_KEYS = ("script", "before_script", "after_script")
+_ADVICE = "nothing tests the code off CUDA; add a `macos-14` (Apple Silicon) job"
+
+
+class CudaOnlyCi(FileRule):
+    """
+    ## What it does
+    Finds CI jobs tied to CUDA in GitHub Actions workflows (`.github/workflows/*.yml`) and
+    `.gitlab-ci.yml`:
+    - GPU runners: `runs-on:` labels naming `gpu`, `cuda`, `nvidia` or a GPU model (also
+      through `${{ matrix.runner }}`), GitLab `tags: [gpu]`;
+    - CUDA container images (`container:`, `services:`, GitLab `image:`);
+    - CUDA toolkit set-up actions (`Jimver/cuda-toolkit`, `N-Storm/cuda-toolkit`, ...);
+    - CUDA wheel indexes and CUDA pins installed by `run:`/`script:` steps.
+
+    ## Why is this bad?
+    A test suite that only runs on NVIDIA machines never shows what breaks on a Mac. The CI
+    itself still works, so the severity is warning.
+
+    ## Example
+    ```yaml
+    jobs:
+      test:
+        runs-on: [self-hosted, gpu]
+        steps:
+          - uses: Jimver/cuda-toolkit@v0.2.14
+          - run: pip install torch --index-url https://download.pytorch.org/whl/cu121
+    ```
+
+    ## Use instead
+    ```yaml
+    jobs:
+      test:
+        strategy:
+          matrix:
+            os: [ubuntu-latest, macos-14]
+        runs-on: ${{ matrix.os }}
+        steps:
+          - run: pip install torch
+    ```
+    keeping the GPU job beside it. A `# noqa: CUD404` comment on the line suppresses it.
+    """
+
+    code = "CUD404"
+    name = "cuda-only-ci"
+    message = "CI tied to CUDA"
+    severity = Severity.WARNING
+    file_kinds = frozenset({FileKind.CI})
+    VALID = (
+        Valid("on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+              "      - uses: actions/checkout@v4\n      - run: pip install torch\n"
+              "      - run: echo 'no cuda here'\n", path=".github/workflows/ci.yml"),
+        Valid("test:\n  image: python:3.11\n  script:\n    - pytest\n", path=".gitlab-ci.yml"),
+    )
+    INVALID = (
+        Invalid("jobs:\n  test:\n    runs-on: [self-hosted, linux, gpu]\n    container:\n"
+                "      image: nvidia/cuda:12.1.0-devel-ubuntu22.04\n    steps:\n"
+                "      - uses: Jimver/cuda-toolkit@v0.2.14\n      - run: |\n"
+                "          pip install torch --index-url https://download.pytorch.org/whl/cu121\n"
+                "          pytest\n", path=".github/workflows/gpu-tests.yml", count=4),
+        Invalid("jobs:\n  test:\n    strategy:\n      matrix:\n"
+                "        runner: [ubuntu-latest, linux-gpu-a100]\n"
+                "    runs-on: ${{ matrix.runner }}\n", path=".github/workflows/ci.yaml"),
+        Invalid("image: nvcr.io/nvidia/pytorch:24.01-py3\ntest:\n  tags: [gpu]\n  script:\n"
+                "    - pip install cupy-cuda12x\n", path=".gitlab-ci.yml", count=3),
+    )
+
+    def check(self, source: SourceFile) -> Iterator[Finding]:
+        parsed = yaml_lines.documents(source.text or "")
+        if isinstance(parsed, yaml_lines.YamlError):
+            yield error_finding(source.path, parsed.message, parsed.row, parsed.column)
+            return
+        gitlab = source.path.name.startswith(".gitlab-ci")
+        for document in parsed:
+            if gitlab:
+                yield from self._gitlab(source, document)
+            else:
+                for _, job in yaml_lines.items(yaml_lines.get(document, "jobs")):
+                    yield from self._github_job(source, job)
+
+    def _github_job(self, source: SourceFile, job: Node) -> Iterator[Finding]:
+        yield from self._runner(source, job, yaml_lines.get(job, "runs-on"))
+        container = yaml_lines.get(job, "container")
+        yield from self._image(source, yaml_lines.get(container, "image") or container)
+        for _, service in yaml_lines.items(yaml_lines.get(job, "services")):
+            yield from self._image(source, yaml_lines.get(service, "image") or service)
+        for step in yaml_lines.entries(yaml_lines.get(job, "steps")):
+            uses = yaml_lines.get(step, "uses")
+            action = (yaml_lines.scalar(uses) or "").partition("@")[0]
+            if action.startswith("docker://"):
+                yield from self._image(source, uses)
+            elif uses is not None and re.search(r"cuda|nvidia", action, re.IGNORECASE):
+                yield self._at(source, uses, f"`{action}` installs the CUDA toolkit: {_ADVICE}")
+            yield from self._script(source, yaml_lines.get(step, "run"))
+
+    def _runner(self, source: SourceFile, job: Node, runs_on: Node | None) -> Iterator[Finding]:
+        labels = yaml_lines.entries(yaml_lines.get(runs_on, "labels") or runs_on)
+        for label in labels:
+            text = yaml_lines.scalar(label) or ""
+            if _GPU_LABEL.search(text):
+                yield self._at(source, label, f"runs on the GPU runner `{text}`: {_ADVICE}")
+            matrix = yaml_lines.get(yaml_lines.get(job, "strategy"), "matrix")
+            for key in _MATRIX.findall(text):
+                values = yaml_lines.entries(yaml_lines.get(matrix, key))
+                values += [yaml_lines.get(entry, key) for entry in
+                           yaml_lines.entries(yaml_lines.get(matrix, "include"))
+                           if yaml_lines.get(entry, key) is not None]
+                for value in values:
+                    if _GPU_LABEL.search(yaml_lines.scalar(value) or ""):
+                        yield self._at(source, value, f"runs on the GPU runner "
+                                       f"`{yaml_lines.scalar(value)}`: {_ADVICE}")
+
+    def _gitlab(self, source: SourceFile, document: Node) -> Iterator[Finding]:
+        default = yaml_lines.get(document, "default")
+        for holder in (document, default):
+            yield from self._gitlab_images(source, holder)
+        for key, job in yaml_lines.items(document):
+            if yaml_lines.scalar(key) in _GITLAB_RESERVED or str(key.value).startswith("."):
+                continue
+            for tag in yaml_lines.entries(yaml_lines.get(job, "tags")):
+                if _GPU_LABEL.search(yaml_lines.scalar(tag) or ""):
+                    yield self._at(source, tag, f"runs on the GPU runner tag "
+                                   f"`{yaml_lines.scalar(tag)}`: {_ADVICE}")
+            yield from self._gitlab_images(source, job)
+            for script_key in _SCRIPT_KEYS:
+                for line in yaml_lines.entries(yaml_lines.get(job, script_key)):
+                    yield from self._script(source, line)
+
+    def _gitlab_images(self, source: SourceFile, holder: Node | None) -> Iterator[Finding]:
+        image = yaml_lines.get(holder, "image")
+        yield from self._image(source, yaml_lines.get(image, "name") or image)
+        for service in yaml_lines.entries(yaml_lines.get(holder, "services")):
+            yield from self._image(source, yaml_lines.get(service, "name") or service)
+
+    def _image(self, source: SourceFile, node: Node | None) -> Iterator[Finding]:
+        image = yaml_lines.scalar(node) or ""
+        if node is not None and cuda_image(image):
+            yield self._at(source, node, f"runs in the CUDA image `{image}`: {_ADVICE}")
+
+    def _script(self, source: SourceFile, node: Node | None) -> Iterator[Finding]:
+        if node is None:
+            return
+        segments = yaml_lines.script_segments(node, source.lines)
+        for command in read_script(lines_of(segments)):
+            for word, problem in _pins(command):
+                yield finding(self, source, command.position(word), Problem(
+                    problem.message, self.severity), prefix="a CI step installs CUDA: ")
+
+    def _at(self, source: SourceFile, node: Node, message: str) -> Finding:
+        row, column = yaml_lines.value_start(node) if hasattr(node, "style") and isinstance(
+            node.value, str) else yaml_lines.where(node)
+        return self.finding(source, row, column, message=message)
+
+
+def _pins(command: Command) -> Iterator[tuple[Word, Problem]]:
+    yield from pip_command(command)
+    yield from conda_command(command)

@@ -1,0 +1,203 @@
+"""CUD402: pip pins that need CUDA: requirements files, pyproject.toml, setup.cfg and
+`pip install` commands (setup.py is read by `setup_py.py`, under the same code)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cudalint.engine.python import error_finding
+from cudalint.finding import Finding, Severity
+from cudalint.formats import dockerfile, scripts
+from cudalint.formats.installers import pip_install
+from cudalint.formats.requirements import Line, read_lines
+from cudalint.formats.shell import Command, Word, assigned, program
+from cudalint.kinds import FileKind, SourceFile
+from cudalint.rules.base import FileRule, Invalid, Valid
+from cudalint.rules.cud4_pins import project_files
+from cudalint.rules.cud4_pins.cuda_pins import (
+    Problem,
+    finding,
+    index_problem,
+    requirement_problem,
+    url_problem,
+)
+
+INDEX_OPTIONS = frozenset({"--index-url", "--extra-index-url", "--find-links", "--index",
+                           "--default-index"})
+# Environment variables pip and uv read their indexes from.
+_INDEX_VARIABLES = {
+    "PIP_INDEX_URL": "--index-url",
+    "PIP_EXTRA_INDEX_URL": "--extra-index-url",
+    "PIP_FIND_LINKS": "--find-links",
+    "UV_INDEX_URL": "--index-url",
+    "UV_DEFAULT_INDEX": "--index-url",
+    "UV_EXTRA_INDEX_URL": "--extra-index-url",
+    "UV_INDEX": "--extra-index-url",
+}
+
+
+def line_problem(line: Line) -> Problem | None:
+    """A requirements-file line (also a `pip:` entry of an environment file)."""
+    if line.option is None:
+        return requirement_problem(line.text)
+    return argument_problem(line.option, line.value)
+
+
+def argument_problem(option: str | None, value: str) -> Problem | None:
+    if option is None:
+        return requirement_problem(value)
+    if option == "--index-url" or option == "--default-index":
+        return index_problem("--index-url", value)
+    if option in INDEX_OPTIONS:
+        return index_problem(option, value)
+    if option == "--editable":
+        return url_problem(value)
+    if option == "--torch-backend" and value.lower().startswith("cu"):
+        return Problem(f"`--torch-backend={value}` installs CUDA builds of torch; `auto` "
+                       "picks the right build on each machine")
+    return None
+
+
+def pip_command(command: Command) -> Iterator[tuple[Word, Problem]]:
+    """The CUDA pins of a `pip install` (or uv) command, and of pip's index variables."""
+    for option, word in pip_install(program(command)) or ():
+        problem = argument_problem(option, word.value)
+        if problem is not None:
+            yield word, problem
+    for word in assigned(command):
+        name, _, value = word.value.partition("=")
+        if name in _INDEX_VARIABLES and (problem := index_problem(_INDEX_VARIABLES[name], value)):
+            yield word, problem
+
+
+class PipCudaPin(FileRule):
+    """
+    ## What it does
+    Finds pip pins that need CUDA:
+    - CUDA wheel indexes (`--index-url https://download.pytorch.org/whl/cu121`, NVIDIA's
+      index, `-f https://data.pyg.org/whl/torch-2.1.0+cu121.html`; also pip's and uv's
+      index environment variables),
+    - CUDA builds by local version (`torch==2.1.0+cu121`, `torch-scatter==2.1.2+pt21cu121`),
+      CUDA wheel files by URL,
+    - CUDA-only packages from the shared table (`cupy-cuda12x`, `nvidia-*-cu12`, `flash-attn`,
+      `xformers`, `triton`, `onnxruntime-gpu`, `faiss-gpu`, ...), each message naming the
+      portable alternative, and CUDA extras (`jax[cuda12]`, `tensorflow[and-cuda]`).
+
+    Read in `requirements*.txt`/`*.in`, `constraints*.txt` and `requirements/*.txt` (each
+    file on its own: `-r`/`-c` includes are not followed, since every requirements file in
+    the tree is checked anyway); in pyproject.toml (`[project]` dependencies and
+    optional-dependencies, `[dependency-groups]`, `[build-system]`, `[[tool.uv.index]]`,
+    `[tool.uv.sources]`, poetry sources and dependencies); in setup.cfg and setup.py
+    (`install_requires`, `extras_require`, read without running setup.py); and in `pip
+    install`/`uv pip install`/`uv add` commands of scripts, Dockerfiles and notebooks.
+
+    `torch==2.1.0` without a CUDA marker is not reported, nor is a `cpu` index. A pin kept
+    off macOS by a marker (`triton; sys_platform == "linux"`), and one in an optional extra
+    or dependency group, is guarded (one severity lower).
+
+    ## Why is this bad?
+    These pins resolve to Linux CUDA wheels. On a Mac the install fails (there is no
+    `cupy-cuda12x` or `torch==2.1.0+cu121` wheel for macOS) or, with an extra CUDA index,
+    silently differs from the Linux install. Severity: error; warning for an extra index
+    and for packages that partly work off CUDA.
+
+    ## Example
+    ```text
+    --extra-index-url https://download.pytorch.org/whl/cu121
+    torch==2.1.0+cu121
+    flash-attn==2.5.6
+    ```
+
+    ## Use instead
+    ```text
+    torch==2.1.0
+    flash-attn==2.5.6; sys_platform == "linux"
+    ```
+    and `torch.nn.functional.scaled_dot_product_attention` where flash-attn is missing. A
+    `# noqa: CUD402` comment on the line suppresses a finding.
+    """
+
+    code = "CUD402"
+    name = "pip-cuda-pin"
+    message = "pip pin that needs CUDA"
+    file_kinds = frozenset({FileKind.REQUIREMENTS, FileKind.PYPROJECT, FileKind.SETUP_CFG,
+                            *scripts.SCRIPT_RULE_KINDS})
+    VALID = (
+        Valid("torch==2.3.0\nnumpy>=1.24  # the cuda build is not needed\n",
+              path="requirements.txt"),
+        Valid("--index-url https://download.pytorch.org/whl/cpu\ntorch\n",
+              path="requirements-cpu.txt"),
+        Valid("[project]\nname = 'x'\ndependencies = ['torch>=2.1', 'numpy']\n",
+              path="pyproject.toml"),
+        Valid("echo 'pip install cupy-cuda12x'\npip install -r requirements.txt\n",
+              path="setup.sh"),
+        Valid("", path="requirements.txt"),
+    )
+    INVALID = (
+        Invalid("--extra-index-url https://download.pytorch.org/whl/cu121\n"
+                "torch==2.1.0+cu121\ncupy-cuda12x\nnvidia-cudnn-cu12==8.9.2.26\n",
+                path="requirements-gpu.txt", count=4),
+        Invalid("flash-attn==2.5.6 \\\n    --hash=sha256:abc\n", path="requirements/gpu.txt"),
+        Invalid('triton==2.1.0; sys_platform == "linux"\n', path="requirements.txt"),
+        Invalid("[project]\nname = 'x'\ndependencies = ['torch>=2.1']\n\n"
+                "[project.optional-dependencies]\ngpu = ['xformers', 'jax[cuda12]']\n",
+                path="pyproject.toml", count=2),
+        Invalid("[[tool.uv.index]]\nname = 'pytorch-cu121'\n"
+                "url = 'https://download.pytorch.org/whl/cu121'\n\n"
+                "[tool.uv.sources]\ntorch = { index = 'pytorch-cu121' }\n",
+                path="pyproject.toml", count=2),
+        Invalid("[tool.poetry.dependencies]\npython = '^3.10'\ncupy-cuda12x = '^12.0'\n",
+                path="pyproject.toml"),
+        Invalid("[options]\ninstall_requires =\n    numpy\n    onnxruntime-gpu\n",
+                path="setup.cfg"),
+        Invalid("pip install torch==2.1.0 --index-url https://download.pytorch.org/whl/cu121\n",
+                path="scripts/setup_env.sh"),
+        Invalid("FROM python:3.11\nRUN python -m pip install --no-cache-dir flash-attn \\\n"
+                "    xformers\n", path="Dockerfile", count=2),
+        Invalid("FROM python:3.11\n"
+                "ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cu121\n",
+                path="Dockerfile"),
+    )
+
+    def check(self, source: SourceFile) -> Iterator[Finding]:
+        if source.kind is FileKind.REQUIREMENTS:
+            yield from self._requirements(source)
+        elif source.kind in (FileKind.PYPROJECT, FileKind.SETUP_CFG):
+            yield from self._project_file(source)
+        else:
+            if source.kind is FileKind.DOCKERFILE:
+                yield from self._docker_env(source)
+            for command in scripts.commands(source):
+                for word, problem in pip_command(command):
+                    yield finding(self, source, command.position(word), problem,
+                                  guarded=command.guarded)
+
+    def _requirements(self, source: SourceFile) -> Iterator[Finding]:
+        for line in read_lines(source.lines):
+            problem = line_problem(line)
+            if problem is not None:
+                column = line.value_column if line.option else line.column
+                yield finding(self, source, (line.row, column), problem)
+
+    def _project_file(self, source: SourceFile) -> Iterator[Finding]:
+        read = (project_files.pyproject if source.kind is FileKind.PYPROJECT
+                else project_files.setup_cfg)
+        for item in read(source.text or ""):
+            if isinstance(item, project_files.FileError):
+                yield error_finding(source.path, item.message, item.row, item.column)
+            else:
+                yield finding(self, source, (item.row, item.column), item.problem,
+                              guarded=item.guarded)
+
+    def _docker_env(self, source: SourceFile) -> Iterator[Finding]:
+        for instruction in dockerfile.parse(source.text or ""):
+            if instruction.keyword != "ENV":
+                continue
+            for name, value, where in instruction.env_pairs():
+                if name in _INDEX_VARIABLES and (
+                    problem := index_problem(_INDEX_VARIABLES[name], value)
+                ):
+                    yield finding(self, source, where, problem)
+
+
+__all__ = ["INDEX_OPTIONS", "PipCudaPin", "Severity", "line_problem", "pip_command"]

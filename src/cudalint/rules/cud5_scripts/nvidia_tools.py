@@ -1,0 +1,209 @@
+"""CUD501: `nvidia-smi` and `nvcc` invocations, in scripts and in Python."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from cudalint.finding import Finding
+from cudalint.formats import scripts
+from cudalint.formats.shell import Command, Word, basename, program, read_command_string
+from cudalint.kinds import SourceFile
+from cudalint.rules.base import FileRule, Invalid, PythonRule, Valid
+
+_TOOLS = {
+    "nvidia-smi": "`nvidia-smi` only exists where the NVIDIA driver is installed; ask PyTorch "
+                  "instead (`torch.cuda.is_available()`, `torch.backends.mps.is_available()`, "
+                  "`torch.mps.current_allocated_memory()`)",
+    "nvcc": "`nvcc` is the CUDA compiler, absent on a Mac; build the CUDA parts only where "
+            "`nvcc` exists, with a PyTorch fallback elsewhere",
+}
+# Commands that run another command given among their arguments.
+_RUNNERS = frozenset({"watch", "timeout", "srun", "mpirun", "mpiexec", "ssh", "parallel",
+                      "docker", "podman", "singularity", "apptainer", "kubectl", "gdb",
+                      "strace", "flock", "retry"})
+_SUBPROCESS = frozenset({
+    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+    "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput", "os.system",
+    "os.popen", "os.execvp", "os.execlp", "os.execv", "os.execl", "os.spawnlp", "os.spawnvp",
+    "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell",
+})
+# Exceptions a failed launch raises: a call inside `try` catching them is guarded.
+_LAUNCH_ERRORS = frozenset({"FileNotFoundError", "OSError", "CalledProcessError",
+                            "SubprocessError", "Exception", "BaseException", "EnvironmentError"})
+_PROBE = re.compile(r"nvidia|nvcc|cuda", re.IGNORECASE)
+
+
+def tool_words(command: Command) -> Iterator[Word]:
+    """`nvidia-smi`/`nvcc` run by a command, directly or through `watch`, `srun`, ..."""
+    argv = program(command)
+    if not argv:
+        return
+    if basename(argv[0]) in _TOOLS:
+        yield argv[0]
+    elif basename(argv[0]) in _RUNNERS:
+        yield from (word for word in argv[1:] if basename(word) in _TOOLS)
+
+
+class NvidiaToolCall(FileRule):
+    """
+    ## What it does
+    Finds `nvidia-smi` and `nvcc` run as commands: in shell scripts (also inside `$(...)`,
+    pipes, `&&` chains, `bash -c '...'`, `watch`/`srun`/`timeout`), Makefile recipes and
+    `$(shell ...)`, Dockerfile `RUN`/`CMD`, notebooks (`!nvidia-smi`), and Python
+    (`subprocess.run(["nvidia-smi", ...])`, `subprocess.run("nvcc --version", shell=True)`,
+    `os.system`, `os.popen`). A mention in `echo`, a comment, a string that is printed, or a
+    lookup (`command -v nvidia-smi`, `which nvcc`, `shutil.which`) is not reported.
+
+    A call whose failure is handled is guarded (a warning): in an `if` condition or after
+    `command -v nvidia-smi &&` in shell, before `|| true`, in an `if` branch testing for
+    CUDA, or in Python inside `try` catching `FileNotFoundError`/`OSError`/
+    `CalledProcessError`.
+
+    ## Why is this bad?
+    Neither tool exists on a Mac: the command fails with "command not found" (a script with
+    `set -e` stops there) and Python raises `FileNotFoundError`. Severity: error.
+
+    ## Example
+    ```bash
+    nvidia-smi --query-gpu=name,memory.total --format=csv
+    ```
+
+    ## Use instead
+    ```bash
+    python -c "import torch; print(torch.cuda.is_available() or torch.backends.mps.is_available())"
+    ```
+    or keep the call behind `if command -v nvidia-smi >/dev/null; then ... fi`. A
+    `# noqa: CUD501` comment on the line suppresses a finding (in a Dockerfile, on the line
+    above the instruction).
+    """
+
+    code = "CUD501"
+    name = "nvidia-tool-call"
+    message = "runs an NVIDIA command-line tool"
+    file_kinds = scripts.SCRIPT_RULE_KINDS
+    VALID = (
+        Valid('echo "run nvidia-smi to see the GPUs"  # nvidia-smi\n', path="run.sh"),
+        Valid("if command -v nvidia-smi >/dev/null; then echo gpu; fi\nwhich nvcc\n",
+              path="run.sh"),
+        Valid("build:\n\t@echo nvcc is not used here\n", path="Makefile"),
+        Valid("FROM python:3.11\n# RUN nvidia-smi\nRUN pip install torch\n",
+              path="Dockerfile"),
+    )
+    INVALID = (
+        Invalid("set -e\nnvidia-smi\nGPUS=$(nvidia-smi -L | wc -l)\n", path="run.sh", count=2),
+        Invalid('echo "GPUs: $(nvidia-smi --query-gpu=name --format=csv)"\n', path="run.sh"),
+        Invalid("watch -n 1 nvidia-smi &\nbash -c 'nvcc --version'\n", path="monitor.sh",
+                count=2),
+        Invalid("NVCC := nvcc\nkern: kern.cu\n\t$(NVCC) -O3 -o $@ $<\n", path="Makefile"),
+        Invalid("FROM nvidia/cuda:12.1.0-devel-ubuntu22.04\nRUN nvcc --version && \\\n"
+                "    nvidia-smi\n", path="Dockerfile", count=2),
+        Invalid("command -v nvidia-smi && nvidia-smi -L\nnvidia-smi || true\n",
+                path="run.sh", count=2),
+    )
+
+    def check(self, source: SourceFile) -> Iterator[Finding]:
+        for command in scripts.commands(source):
+            for word in tool_words(command):
+                row, column = command.position(word)
+                yield self.finding(source, row, column, message=_TOOLS[basename(word)],
+                                   guarded=command.guarded)
+
+
+class NvidiaToolSubprocess(PythonRule):
+    """
+    ## What it does
+    Finds `nvidia-smi` and `nvcc` run from Python: `subprocess.run/call/check_output/Popen`
+    with a list or a command string, `os.system`, `os.popen`, `os.exec*`,
+    `asyncio.create_subprocess_*`. Part of CUD501 (see its page).
+
+    ## Why is this bad?
+    On a Mac the program does not exist: `FileNotFoundError`, or a shell's "command not
+    found".
+
+    ## Example
+    ```python
+    out = subprocess.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])
+    ```
+
+    ## Use instead
+    ```python
+    used = torch.cuda.memory_allocated() if torch.cuda.is_available() else 0
+    ```
+    """
+
+    code = "CUD501"
+    name = "nvidia-tool-call"
+    primary = False  # documented by the script rule
+    message = "runs an NVIDIA command-line tool"
+    keywords = ("nvidia-smi", "nvcc")
+    VALID = (
+        "print('run nvidia-smi to see the GPUs')\n",
+        "import shutil\nhas_gpu = shutil.which('nvidia-smi') is not None\n",
+        "import subprocess\nsubprocess.run(['echo', 'nvidia-smi'])\n",
+        "flags = {'nvcc': ['-O3']}\n",
+    )
+    INVALID = (
+        Invalid("import subprocess\nout = subprocess.check_output(['nvidia-smi', '-L'])\n"),
+        Invalid("import subprocess\nsubprocess.run('nvcc --version', shell=True)\n"),
+        Invalid("import os\nos.system('nvidia-smi > gpu.txt')\nos.popen(\"nvidia-smi -L\")\n",
+                count=2),
+        Invalid("from subprocess import Popen\np = Popen(args=('/usr/bin/nvidia-smi',))\n"),
+        Invalid("import subprocess\ntry:\n    subprocess.run(['nvidia-smi'], check=True)\n"
+                "except (FileNotFoundError, subprocess.CalledProcessError):\n    pass\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.call_name(node) not in _SUBPROCESS or not node.args:
+            return
+        command = next((a.value for a in node.args if a.keyword is None), None)
+        if command is None:
+            command = next((a.value for a in node.args if a.keyword is not None
+                            and a.keyword.value in ("args", "cmd", "command")), None)
+        target = self._tool_node(command)
+        if target is not None:
+            tool, where = target
+            self.report(where, _TOOLS[tool], guarded=self.ctx.is_guarded() or self._handled())
+
+    def _tool_node(self, expr: cst.BaseExpression | None) -> tuple[str, cst.CSTNode] | None:
+        if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
+            first = expr.elements[0].value
+            value = first.evaluated_value if isinstance(first, cst.SimpleString) else None
+            if isinstance(value, str) and basename(value) in _TOOLS:
+                return basename(value), first
+            return None
+        if isinstance(expr, cst.SimpleString) and isinstance(expr.evaluated_value, str):
+            for command in read_command_string(expr.evaluated_value):
+                for word in tool_words(command):
+                    return basename(word), expr
+        return None
+
+    def _handled(self) -> bool:
+        """Inside `try` catching a launch failure, or an `if` testing for the tool or CUDA."""
+        chain = [self.ctx.stack[-1], *self.ctx.ancestors()]
+        for child, parent in itertools.pairwise(chain):
+            if isinstance(parent, cst.Try) and child is parent.body and any(
+                _catches_launch_error(handler) for handler in parent.handlers
+            ):
+                return True
+            if isinstance(parent, cst.If) and child is parent.body and _PROBE.search(
+                self.ctx.module.code_for_node(parent.test)
+            ):
+                return True
+        return False
+
+
+def _catches_launch_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    names = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+    for name in names:
+        value = name.value if isinstance(name, cst.Element) else name
+        last = value.attr.value if isinstance(value, cst.Attribute) else getattr(value, "value",
+                                                                                 "")
+        if last in _LAUNCH_ERRORS:
+            return True
+    return False

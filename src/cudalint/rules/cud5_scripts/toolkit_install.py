@@ -1,0 +1,118 @@
+"""CUD504: scripts that install the CUDA toolkit or the NVIDIA driver."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator
+
+from cudalint.finding import Finding
+from cudalint.formats import scripts
+from cudalint.formats.shell import Command, Word, basename, program
+from cudalint.kinds import SourceFile
+from cudalint.rules.base import FileRule, Invalid, Valid
+
+_PACKAGE_MANAGERS = frozenset({"apt-get", "apt", "aptitude", "yum", "dnf", "microdnf",
+                               "zypper", "apk"})
+_INSTALL = frozenset({"install", "add", "reinstall"})
+_CUDA_PACKAGES = (
+    "cuda", "cuda-*", "nvidia-*", "libnvidia-*", "libcudnn*", "libnccl*", "libcublas*",
+    "libcufft*", "libcurand*", "libcusparse*", "libcusolver*", "libnvinfer*", "libnvjitlink*",
+    "tensorrt*", "cudnn*", "datacenter-gpu-manager", "xserver-xorg-video-nvidia*",
+)
+_INSTALLER_FILES = ("cuda_*.run", "cuda-*.run", "nvidia-linux-*.run", "cudnn*.run",
+                    "cuda-keyring*.deb", "cuda-repo-*", "nvidia-*.deb", "libcudnn*.deb")
+_NVIDIA_REPOSITORY = re.compile(r"developer\.download\.nvidia\.com/compute/cuda", re.IGNORECASE)
+
+
+def _is_cuda_package(name: str) -> bool:
+    name = re.split(r"[=:<>]", name, maxsplit=1)[0].lower()
+    return any(fnmatch.fnmatchcase(name, glob) for glob in _CUDA_PACKAGES)
+
+
+def _is_installer_file(word: Word) -> bool:
+    return any(fnmatch.fnmatchcase(basename(word).lower(), glob) for glob in _INSTALLER_FILES)
+
+
+def install_words(command: Command) -> Iterator[Word]:
+    """The CUDA toolkit or driver packages, installers and repositories a command installs."""
+    argv = program(command)
+    if not argv:
+        return
+    tool = basename(argv[0])
+    if _is_installer_file(argv[0]):
+        yield argv[0]  # ./cuda_12.1.0_530.30.02_linux.run
+    elif tool in ("sh", "bash") and len(argv) > 1 and _is_installer_file(argv[1]):
+        yield argv[1]
+    elif tool in _PACKAGE_MANAGERS and any(w.value in _INSTALL for w in argv[1:2]):
+        for word in argv[2:]:
+            if not word.value.startswith("-") and (
+                _is_cuda_package(basename(word)) or _is_installer_file(word)
+            ):
+                yield word
+    elif tool in ("dpkg", "rpm") and any(w.value in ("-i", "--install", "-U", "-ivh")
+                                          for w in argv[1:]):
+        yield from (word for word in argv[1:] if _is_installer_file(word))
+    elif tool in ("add-apt-repository", "yum-config-manager") or (
+        tool == "dnf" and any(w.value == "config-manager" for w in argv)
+    ):
+        yield from (word for word in argv[1:] if _NVIDIA_REPOSITORY.search(word.value))
+
+
+class CudaToolkitInstall(FileRule):
+    """
+    ## What it does
+    Finds scripts that install the CUDA toolkit or the NVIDIA driver: `apt-get install`
+    (also apt, yum, dnf, zypper, apk) of `cuda-*`, `nvidia-*`, `libcudnn*`, `libnccl*`,
+    TensorRT and the other NVIDIA packages; the `cuda-keyring` package and NVIDIA's
+    repositories; CUDA and driver `.run` installers (`sh cuda_12.1.0_..._linux.run`). Read in
+    shell scripts, Makefile recipes, Dockerfile `RUN` and notebooks (`!apt-get install ...`).
+    `conda install cudatoolkit` and `pip install nvidia-*-cu12` are pins: CUD401 and CUD402.
+
+    ## Why is this bad?
+    There is no CUDA toolkit or NVIDIA driver for macOS; on a Mac the script stops there,
+    and an image built this way is CUDA-only. Severity: error.
+
+    ## Example
+    ```bash
+    wget https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/cuda-keyring_1.1-1_all.deb
+    dpkg -i cuda-keyring_1.1-1_all.deb
+    apt-get install -y cuda-toolkit-12-1
+    ```
+
+    ## Use instead
+    Install the toolkit only on Linux machines with an NVIDIA GPU (`if [ "$(uname)" =
+    Linux ] && command -v nvidia-smi; then ... fi`), or start from a CUDA base image on the
+    GPU servers only. A `# noqa: CUD504` comment on the line suppresses it.
+    """
+
+    code = "CUD504"
+    name = "cuda-toolkit-install"
+    message = "installs the CUDA toolkit or NVIDIA driver"
+    file_kinds = scripts.SCRIPT_RULE_KINDS
+    VALID = (
+        Valid("apt-get install -y build-essential git\n"
+              "wget https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/"
+              "x86_64/cuda-keyring_1.1-1_all.deb\necho 'apt-get install cuda'\n",
+              path="setup.sh"),
+        Valid("FROM python:3.11\nRUN apt-get update && apt-get install -y libgl1\n",
+              path="Dockerfile"),
+    )
+    INVALID = (
+        Invalid("dpkg -i cuda-keyring_1.1-1_all.deb\napt-get update\n"
+                "sudo apt-get install -y --no-install-recommends cuda-toolkit-12-1 \\\n"
+                "    libcudnn8=8.9.7.29-1+cuda12.2 nvidia-driver-535\n",
+                path="scripts/setup_env.sh", count=4),
+        Invalid("sh cuda_12.1.0_530.30.02_linux.run --silent --toolkit\n", path="install.sh"),
+        Invalid("FROM ubuntu:22.04\nRUN apt-get update && apt-get install -y cuda-nvcc-12-1\n",
+                path="Dockerfile"),
+    )
+
+    def check(self, source: SourceFile) -> Iterator[Finding]:
+        for command in scripts.commands(source):
+            for word in install_words(command):
+                row, column = command.position(word)
+                yield self.finding(source, row, column, guarded=command.guarded,
+                                   message=f"installs `{word.value}`: there is no CUDA "
+                                   "toolkit or NVIDIA driver for macOS; install it on the "
+                                   "Linux GPU machines only")

@@ -1,0 +1,138 @@
+"""Notebooks: cells linted and fixed as Python, magics understood, the JSON layout kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cudalint.cli import main
+from cudalint.engine.notebook import read_cell
+
+
+def _notebook(*cells: dict, **layout) -> str:
+    document = {"cells": list(cells), "metadata": {"kernelspec": {"language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(document, **{"indent": 1, "ensure_ascii": False, **layout}) + "\n"
+
+
+def _code(source: str | list[str], outputs: list | None = None) -> dict:
+    return {"cell_type": "code", "execution_count": None, "metadata": {},
+            "outputs": outputs or [], "source": source}
+
+
+def _markdown(text: str) -> dict:
+    return {"cell_type": "markdown", "metadata": {}, "source": [text]}
+
+
+def _check(capsys, path: Path, *args: str) -> list[tuple]:
+    main([str(path), "--output-format", "json", *args])
+    return [(f["cell"], f["location"]["row"], f["location"]["column"], f["code"])
+            for f in json.loads(capsys.readouterr().out)]
+
+
+@pytest.mark.parametrize(
+    ("cell", "python", "shell"),
+    [
+        pytest.param("x = 1\ny = '!not magic'", "x = 1\ny = '!not magic'", "", id="python"),
+        pytest.param("!nvidia-smi\nx = 1", "pass  # cudalint-magic-0\nx = 1", " nvidia-smi\n",
+                     id="bang"),
+        pytest.param("if x:\n    files = !ls\n", "if x:\n    pass  # cudalint-magic-0\n",
+                     "\n             ls\n", id="indented-assignment"),
+        pytest.param("%env CUDA_VISIBLE_DEVICES=0\n%env NCCL_DEBUG INFO\n%env A",
+                     "pass  # cudalint-magic-0\npass  # cudalint-magic-1\n"
+                     "pass  # cudalint-magic-2",
+                     "     CUDA_VISIBLE_DEVICES=0\n     NCCL_DEBUG=INFO\n", id="env"),
+        pytest.param("%pip install cupy-cuda12x \\\n    xformers\nx?",
+                     "pass  # cudalint-magic-0\npass  # cudalint-magic-1\n"
+                     "pass  # cudalint-magic-2",
+                     " pip install cupy-cuda12x \\\n    xformers\n", id="pip-continued"),
+        pytest.param("%%bash\nnvidia-smi", None, "\nnvidia-smi", id="bash-cell"),
+        pytest.param("%%script bash\nnvcc -V", None, "\nnvcc -V", id="script-cell"),
+        pytest.param("%%html\n<b>!nvidia-smi</b>", None, "", id="html-cell"),
+        pytest.param("%%time\nx.cuda()", "pass  # cudalint-magic-0\nx.cuda()", "\n",
+                     id="python-cell-magic"),
+    ],
+)
+def test_read_cell(cell, python, shell):
+    read = read_cell(cell)
+    assert (read.python, read.shell) == (python, shell)
+
+
+def test_cells_are_numbered_among_all_cells(tmp_path, capsys):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_notebook(_markdown("# cuda notes"), _code("import torch"),
+                              _markdown("text"), _code(["x = 1\n", "y = x.cuda()"]),
+                              {"cell_type": "raw", "metadata": {}, "source": ["!nvidia-smi"]},
+                              _code(["%%bash\n", "echo ok\n", "nvidia-smi -L"])))
+    assert _check(capsys, path) == [(4, 2, 7, "CUD102"), (6, 3, 1, "CUD501")]
+
+
+def test_a_cell_that_does_not_parse_is_reported_and_the_others_are_checked(tmp_path, capsys):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_notebook(_code("def f(:\n    x.cuda()"), _code("m.cuda()")))
+    found = _check(capsys, path)
+    assert [(cell, code) for cell, _, _, code in found] == [(1, None), (2, "CUD102")]
+
+
+def test_noqa_in_cells(tmp_path, capsys):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_notebook(_code(["!nvidia-smi  # noqa: CUD501\n",
+                                     "x = y.cuda()  # noqa: CUD102\n", "z = y.cuda()"])))
+    assert _check(capsys, path) == [(1, 3, 7, "CUD102")]
+
+
+def test_other_languages_are_skipped(tmp_path, capsys):
+    document = json.loads(_notebook(_code("x <- cuda()\n!nvidia-smi")))
+    document["metadata"] = {"kernelspec": {"language": "R"}}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(document))
+    assert _check(capsys, path) == []
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        pytest.param({"indent": 1}, id="jupyter"),
+        pytest.param({"indent": 2, "sort_keys": True}, id="indent-2"),
+        pytest.param({"indent": None}, id="one-line"),
+        pytest.param({"indent": None, "separators": (",", ":")}, id="compact"),
+        pytest.param({"indent": 1, "ensure_ascii": True}, id="escaped-unicode"),
+    ],
+)
+def test_fix_keeps_the_layout(tmp_path, capsys, layout):
+    outputs = [{"name": "stdout", "output_type": "stream", "text": ["Tesla V100 — ok\n"]}]
+    cells = (
+        _markdown("# Notes — café"),
+        _code(["!nvidia-smi\n", "import torch\n", "if True:\n", "    %time m = net.cuda()\n",
+               "    x = m.cuda()"], outputs),
+        _code("y = torch.ones(2).cuda()\n"),
+        _code("print('unchanged')"),
+    )
+    text = _notebook(*cells, **layout)
+    path = tmp_path / "nb.ipynb"
+    path.write_text(text.rstrip("\n"))  # no trailing newline either
+    main(["check", "--fix", str(path)])
+    capsys.readouterr()
+    fixed = path.read_text()
+    expected = json.loads(text)
+    expected["cells"][1]["source"] = [
+        "from cudalint.device import pick_device\n", "\n", "!nvidia-smi\n", "import torch\n",
+        "if True:\n", "    %time m = net.cuda()\n", "    x = m.to(pick_device())"]
+    expected["cells"][2]["source"] = ("from cudalint.device import pick_device\n\n"
+                                      "y = torch.ones(2).to(pick_device())\n")
+    assert json.loads(fixed) == expected
+    assert fixed == json.dumps(expected, **{"indent": 1, "ensure_ascii": False, **layout})
+    main(["check", "--fix", str(path)])  # fixing again changes nothing
+    capsys.readouterr()
+    assert path.read_text() == fixed
+
+
+def test_diff_writes_nothing(tmp_path, capsys):
+    path = tmp_path / "nb.ipynb"
+    text = _notebook(_code("y = x.cuda()"))
+    path.write_text(text)
+    assert main(["check", "--diff", str(path)]) == 1
+    assert '+   "source": "from cudalint.device import pick_device' in capsys.readouterr().out
+    assert path.read_text() == text

@@ -1,0 +1,73 @@
+"""CUD5 details the examples do not show: severities, guards, where findings land."""
+
+from __future__ import annotations
+
+from tests.lint import findings
+
+
+def _found(tmp_path, source: str, name: str, code: str) -> list[tuple[int, int, str, bool]]:
+    return [(f.location.row, f.location.column, str(f.severity), f.guarded)
+            for f in findings(tmp_path, source, name=name, codes=[code])]
+
+
+def test_shell_guards_lower_the_severity(tmp_path):
+    script = (
+        "if command -v nvidia-smi >/dev/null; then\n"
+        "    nvidia-smi -L\n"
+        "fi\n"
+        "nvidia-smi || echo 'no GPU'\n"
+        "nvcc --version\n"
+    )
+    assert _found(tmp_path, script, "check.sh", "CUD501") == [
+        (2, 5, "warning", True), (4, 1, "warning", True), (5, 1, "error", False)]
+
+
+def test_makefile_conditionals_guard(tmp_path):
+    makefile = ("ifneq ($(shell which nvcc),)\nkern:\n\tnvcc -o k k.cu\nelse\nkern:\n"
+                "\tnvcc --version\nendif\n")
+    assert _found(tmp_path, makefile, "Makefile", "CUD501") == [
+        (3, 2, "warning", True), (6, 2, "error", False)]
+
+
+def test_python_environment_severities(tmp_path):
+    source = (
+        "import os\n"
+        "os.environ['CUDA_VISIBLE_DEVICES'] = '1'\n"
+        "home = os.environ['CUDA_HOME']\n"
+        "path = os.environ.get('CUDA_PATH')\n"
+        "os.environ['FORCE_CUDA'] = '1'\n"
+        "if os.getenv('FORCE_CUDA') == '1':\n"
+        "    pass\n"
+    )
+    assert _found(tmp_path, source, "build.py", "CUD502") == [
+        (2, 12, "info", False), (3, 19, "error", False), (4, 23, "warning", False),
+        (5, 12, "error", False)]
+
+
+def test_notebook_shell_escapes(tmp_path):
+    import json
+
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": ["%pip install cupy-cuda12x\n", "!apt-get install -y cuda-toolkit-12-1\n",
+                       "!docker run --gpus all nvcr.io/nvidia/pytorch:24.01-py3\n"]}
+    text = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    found = findings(tmp_path, text, name="nb.ipynb",
+                     codes=["CUD402", "CUD403", "CUD503", "CUD504"])
+    assert sorted((f.cell, f.location.row, f.location.column, f.code) for f in found) == [
+        (1, 1, 14, "CUD402"), (1, 2, 21, "CUD504"), (1, 3, 13, "CUD503"),
+        (1, 3, 24, "CUD403")]
+
+
+def test_ci_block_scalars_keep_their_rows(tmp_path):
+    workflow = (
+        "jobs:\n"
+        "  t:\n"
+        "    runs-on: ubuntu-latest\n"
+        "    steps:\n"
+        "      - run: >\n"
+        "          pip install torch\n"
+        "          --index-url https://download.pytorch.org/whl/cu121\n"
+        "      - run: pip install cupy-cuda12x\n"
+    )
+    assert _found(tmp_path, workflow, ".github/workflows/t.yml", "CUD404") == [
+        (7, 23, "warning", False), (8, 26, "warning", False)]

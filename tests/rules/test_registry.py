@@ -1,0 +1,48 @@
+"""A code may be read by several classes (CUD501 in scripts and in Python): all of them run,
+one documents it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudalint.engine.python import error_finding
+from cudalint.engine.runner import run_file_rules
+from cudalint.kinds import FileKind, SourceFile
+from cudalint.rules import all_rules, primary_rules, rule_by_code, select
+from cudalint.rules.base import FileRule, PythonRule
+
+
+def test_every_class_runs_and_one_documents_each_code():
+    codes = [rule.code for rule in primary_rules()]
+    assert len(codes) == len(set(codes))
+    assert set(codes) == {rule.code for rule in all_rules()}
+    cud501 = [rule for rule in select(["CUD501"], []) if rule.code == "CUD501"]
+    assert {issubclass(rule, FileRule) for rule in cud501} == {True, False}
+    assert any(issubclass(rule, PythonRule) for rule in cud501)
+    primary = rule_by_code("CUD501")
+    assert primary is not None and primary.primary and primary is cud501[0]
+    for rule in all_rules():
+        same = [r for r in all_rules() if r.code == rule.code]
+        assert {r.name for r in same} == {rule.name}, rule.code
+
+
+class _Broken(FileRule):
+    code = "CUD999"
+    file_kinds = frozenset({FileKind.SHELL})
+
+    def check(self, source):
+        raise ValueError("unexpected input")
+
+
+def test_a_failing_rule_is_an_error_line_and_duplicates_collapse():
+    source = SourceFile(Path("run.sh"), FileKind.SHELL, b"x", "x")
+
+    class _Twice(FileRule):
+        code = "CUD998"
+
+        def check(self, source):
+            return [error_finding(source.path, "invalid YAML")] * 2
+
+    found = run_file_rules([_Broken(), _Twice()], source)
+    assert [f.message for f in found] == [
+        "CUD999 could not read the file: ValueError: unexpected input", "invalid YAML"]

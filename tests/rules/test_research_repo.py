@@ -1,0 +1,162 @@
+"""The research-repository fixture (fixtures/research_repo): a small "fast-attention" project
+with a CUDA extension, kernels, pins, containers, scripts, CI and a notebook. Every finding
+is listed here by hand from the fixture's lines, so a rule that starts or stops reporting
+anywhere in it fails this test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cudalint.cli import main
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "research_repo"
+
+# (file, notebook cell, row, column, code)
+EXPECTED = {
+    # setup.py: the CUDAExtension (its CppExtension sibling and `nvcc` flags say nothing new)
+    ("setup.py", None, 7, 5, "CUD301"),
+    # csrc: one finding per CUDA source file; the .cpp files are not read
+    ("csrc/attention_kernel.cu", None, 1, 1, "CUD302"),
+    ("csrc/attention_kernel.cuh", None, 1, 1, "CUD302"),
+    # CMakeLists.txt: project(... CUDA), find_package(CUDAToolkit); the comment is silent
+    ("CMakeLists.txt", None, 3, 1, "CUD304"),
+    ("CMakeLists.txt", None, 6, 1, "CUD304"),
+    # fastattn/attention.py: flash-attn in try/except ImportError (guarded), the extension
+    ("fastattn/attention.py", None, 7, 10, "CUD201"),
+    ("fastattn/attention.py", None, 13, 8, "CUD305"),
+    # fastattn/kernels.py: cupy and numba.cuda imports, RawKernel, @cuda.jit
+    ("fastattn/kernels.py", None, 3, 8, "CUD201"),
+    ("fastattn/kernels.py", None, 4, 19, "CUD201"),
+    ("fastattn/kernels.py", None, 12, 16, "CUD303"),
+    ("fastattn/kernels.py", None, 15, 2, "CUD303"),
+    # fastattn/bench.py: nvidia-smi under try/except FileNotFoundError (guarded), env vars;
+    # the docstring mentioning nvidia-smi is silent
+    ("fastattn/bench.py", None, 12, 40, "CUD501"),
+    ("fastattn/bench.py", None, 19, 16, "CUD502"),
+    ("fastattn/bench.py", None, 23, 27, "CUD502"),
+    # environment.yml: nvidia channel, pytorch-cuda, nvidia::cuda-nvcc, flash-attn under pip:
+    ("environment.yml", None, 4, 5, "CUD401"),
+    ("environment.yml", None, 9, 5, "CUD401"),
+    ("environment.yml", None, 10, 5, "CUD401"),
+    ("environment.yml", None, 15, 9, "CUD401"),
+    # requirements.txt: torch==2.3.0 is silent; nvidia-ml-py (pynvml) is not
+    ("requirements.txt", None, 5, 1, "CUD402"),
+    # requirements-gpu.txt: the -r include is not followed (requirements.txt is read anyway)
+    ("requirements-gpu.txt", None, 2, 19, "CUD402"),
+    ("requirements-gpu.txt", None, 3, 1, "CUD402"),
+    ("requirements-gpu.txt", None, 4, 1, "CUD402"),
+    ("requirements-gpu.txt", None, 5, 1, "CUD402"),
+    ("requirements-gpu.txt", None, 6, 1, "CUD402"),
+    # pyproject.toml: cupy in the dependencies, flash-attn and triton in the gpu extra
+    ("pyproject.toml", None, 14, 3, "CUD402"),
+    ("pyproject.toml", None, 19, 3, "CUD402"),
+    ("pyproject.toml", None, 20, 3, "CUD402"),
+    # Dockerfile: the CUDA base image through ARG, ENV, nvcc in RUN; the docs stage is clean
+    ("Dockerfile", None, 3, 6, "CUD403"),
+    ("Dockerfile", None, 5, 5, "CUD502"),
+    ("Dockerfile", None, 6, 5, "CUD502"),
+    ("Dockerfile", None, 18, 5, "CUD501"),
+    # docker-compose.yml: runtime: nvidia, NVIDIA_VISIBLE_DEVICES, the GPU reservation
+    ("docker-compose.yml", None, 5, 14, "CUD403"),
+    ("docker-compose.yml", None, 7, 9, "CUD502"),
+    ("docker-compose.yml", None, 20, 15, "CUD403"),
+    # Makefile: $(NVCC) is nvcc; CUDA_ARCH is a make variable, and the comment is silent
+    ("Makefile", None, 10, 2, "CUD501"),
+    # scripts/train.slurm: --gres, module load cuda (not python), exports, nvidia-smi; echo
+    ("scripts/train.slurm", None, 4, 9, "CUD503"),
+    ("scripts/train.slurm", None, 8, 13, "CUD503"),
+    ("scripts/train.slurm", None, 11, 8, "CUD502"),
+    ("scripts/train.slurm", None, 12, 8, "CUD502"),
+    ("scripts/train.slurm", None, 15, 1, "CUD501"),
+    # scripts/setup_env.sh: the `command -v` probe is silent, the branch it guards is not
+    ("scripts/setup_env.sh", None, 7, 5, "CUD501"),
+    ("scripts/setup_env.sh", None, 8, 42, "CUD402"),
+    ("scripts/setup_env.sh", None, 15, 25, "CUD504"),
+    ("scripts/setup_env.sh", None, 16, 8, "CUD502"),
+    ("scripts/setup_env.sh", None, 17, 8, "CUD502"),
+    ("scripts/setup_env.sh", None, 19, 1, "CUD501"),
+    # the workflow: the GPU runner, the NGC image, the toolkit action, the cu121 index
+    (".github/workflows/gpu-tests.yml", None, 15, 35, "CUD404"),
+    (".github/workflows/gpu-tests.yml", None, 17, 14, "CUD404"),
+    (".github/workflows/gpu-tests.yml", None, 21, 15, "CUD404"),
+    (".github/workflows/gpu-tests.yml", None, 27, 54, "CUD404"),
+    # the notebook: !nvidia-smi and %env in cell 2, .cuda() in cell 3; markdown is silent
+    ("notebooks/explore.ipynb", 2, 1, 2, "CUD501"),
+    ("notebooks/explore.ipynb", 2, 2, 6, "CUD502"),
+    ("notebooks/explore.ipynb", 3, 1, 33, "CUD102"),
+}
+GUARDED = {
+    ("fastattn/attention.py", 7, "CUD201"),  # try/except ImportError
+    ("fastattn/bench.py", 12, "CUD501"),  # try/except FileNotFoundError
+    ("pyproject.toml", 19, "CUD402"),  # an optional extra
+    ("pyproject.toml", 20, "CUD402"),
+    ("scripts/setup_env.sh", 7, "CUD501"),  # if command -v nvidia-smi
+    ("scripts/setup_env.sh", 8, "CUD402"),
+}
+
+
+def _findings(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict]]:
+    code = main([*args, "--output-format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _key(finding: dict, root: Path) -> tuple[str, int | None, int, int, str]:
+    path = Path(finding["filename"]).relative_to(root.resolve()).as_posix()
+    where = finding["location"]
+    return path, finding["cell"], where["row"], where["column"], finding["code"]
+
+
+def test_every_finding_of_the_research_repo(capsys):
+    code, found = _findings(capsys, str(FIXTURE))
+    assert code == 1
+    keys = [_key(f, FIXTURE) for f in found]
+    assert len(keys) == len(set(keys)), "a finding is reported twice"
+    assert set(keys) == EXPECTED
+
+
+def test_guarded_findings_are_one_severity_lower(capsys):
+    _, found = _findings(capsys, str(FIXTURE))
+    guarded = {(key[0], key[2], key[4]) for f in found if f["guarded"]
+               for key in [_key(f, FIXTURE)]}
+    assert guarded == GUARDED
+    severity = {(_key(f, FIXTURE)[0], f["location"]["row"]): f["severity"] for f in found}
+    assert severity["scripts/setup_env.sh", 7] == "warning"  # an error, guarded
+    assert severity["scripts/train.slurm", 11] == "info"  # setting a variable
+    assert severity[".github/workflows/gpu-tests.yml", 15] == "warning"
+
+
+def test_selecting_a_family(capsys):
+    _, found = _findings(capsys, str(FIXTURE), "--select", "CUD4")
+    assert {_key(f, FIXTURE) for f in found} == {k for k in EXPECTED if k[4].startswith("CUD4")}
+
+
+def test_excluding_kinds(capsys, tmp_path):
+    copy = tmp_path / "research_repo"
+    shutil.copytree(FIXTURE, copy)
+    with (copy / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('\n[tool.cudalint]\nexclude-kinds = ["notebook", "cuda-source"]\n')
+    _, found = _findings(capsys, str(copy))
+    assert {_key(f, copy) for f in found} == {
+        k for k in EXPECTED if not k[0].startswith("notebooks/") and k[4] != "CUD302"
+    }
+
+
+def test_fix_touches_only_the_notebook_cell(capsys, tmp_path):
+    copy = tmp_path / "research_repo"
+    shutil.copytree(FIXTURE, copy)
+    before = {p: p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    main(["check", "--fix", str(copy)])
+    capsys.readouterr()
+    changed = [p.relative_to(copy).as_posix() for p, data in before.items()
+               if p.read_bytes() != data]
+    assert changed == ["notebooks/explore.ipynb"]
+    notebook = json.loads((copy / "notebooks" / "explore.ipynb").read_text())
+    cell = notebook["cells"][2]
+    assert cell["source"][:2] == ["from cudalint.device import pick_device\n", "\n"]
+    assert cell["source"][2] == "q = torch.randn(1, 8, 1024, 64).to(pick_device())\n"
+    assert cell["outputs"] == json.loads((FIXTURE / "notebooks" / "explore.ipynb").read_text(
+    ))["cells"][2]["outputs"]
