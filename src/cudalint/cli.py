@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
-    except Exception as error:  # noqa: BLE001 - no traceback reaches the user
+    except Exception as error:
         print(f"cudalint: internal error: {type(error).__name__}: {error}", file=sys.stderr)
         return EXIT_ERROR
 

@@ -89,7 +89,8 @@ def _as_index(index: int | str) -> int:
     try:
         return int(index)
     except (TypeError, ValueError):
-        raise ValueError(f"device index must be an int or a string of digits, not {index!r}") from None
+        message = f"device index must be an int or a string of digits, not {index!r}"
+        raise ValueError(message) from None
 
 
 def _auto_device_type(*, include_cuda: bool) -> str:
@@ -336,7 +337,7 @@ def set_rng_state(state: torch.Tensor) -> None:
         function(state)
 
 
-def Event(enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Any:  # noqa: N802
+def Event(enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Any:
     """A device event for timing and ordering. CUDA: `torch.cuda.Event(...)` with the same
     arguments; MPS: `torch.mps.event.Event(enable_timing=...)`; CPU: a `CpuEvent` that records
     `time.perf_counter()`, so `start.elapsed_time(end)` still gives milliseconds."""

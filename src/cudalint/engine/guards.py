@@ -10,18 +10,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 import libcst.matchers as m
 
+from cudalint.rules.cud1_device import cuda_api_table
+
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext
 
-_PROBES = frozenset(
-    {
-        "torch.cuda.is_available",
-        "torch.cuda.is_initialized",
-        "torch.backends.cudnn.is_available",
-        "torch.cuda.device_count",
-        "torch.backends.cuda.is_built",
-    }
-)
+# torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
+_PROBES = cuda_api_table.probes()
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 
 
@@ -111,4 +106,10 @@ def branch_guard(ctx: PythonContext, node: cst.CSTNode, attribute: str) -> bool:
         return inner is not None and is_cuda_probe(ctx, inner)
     if isinstance(node, (cst.Try, cst.TryStar)) and attribute == "body":
         return catches_import_error(node)
+    if attribute == "right" and isinstance(node, cst.BooleanOperation):
+        # `torch.cuda.is_available() and <right>`, `not x.is_cuda or <right>`
+        if isinstance(node.operator, cst.And):
+            return is_cuda_probe(ctx, node.left)
+        inner = _negated(node.left)
+        return inner is not None and is_cuda_probe(ctx, inner)
     return False

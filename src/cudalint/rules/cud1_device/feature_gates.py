@@ -83,8 +83,8 @@ class CudaFeatureGate(PythonRule):
         if not is_cuda_comparison(node) or self._in_assert():
             return
         parent = self.ctx.parent()
-        if isinstance(parent, _VALUE_PARENTS) or isinstance(parent, cst.IfExp) \
-                and parent.test is node:
+        if isinstance(parent, _VALUE_PARENTS) or (isinstance(parent, cst.IfExp) \
+                and parent.test is node):
             if not self._in_message(parent):
                 self.report(node)
             return

@@ -1,0 +1,78 @@
+"""Show a SmokeReport: a rich table on a terminal, plain lines when piped, JSON on request."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from cudalint.runtime.smoke.report import Hazard, SmokeReport, Status
+
+_STYLES = {Status.PASS: "green", Status.FAIL: "bold red", Status.WARN: "yellow",
+           Status.SKIPPED: "dim"}
+
+
+def render(report: SmokeReport, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    if stream.isatty():
+        _render_rich(report, stream)
+    else:
+        stream.write(plain(report))
+
+
+def plain(report: SmokeReport) -> str:
+    lines = [f"cudalint smoke {report.target} on {report.device}"]
+    lines += [f"  {check.status.value.upper():<8} {check.name:<12} {check.detail}"
+              for check in report.checks]
+    if report.hazards:
+        lines.append("hazards:")
+        lines += [f"  {hazard.severity.value.upper():<8} {_hazard_line(hazard)}"
+                  for hazard in report.hazards]
+    if report.saved_reference:
+        lines.append(f"reference saved to {report.saved_reference}")
+    lines.append(f"verdict: {report.verdict}")
+    return "\n".join(lines) + "\n"
+
+
+def _hazard_line(hazard: Hazard) -> str:
+    tags = [hazard.kind.value] + (["predicted"] if hazard.predicted else [])
+    return f"{hazard.subject} [{', '.join(tags)}] x{hazard.count}: {hazard.detail}"
+
+
+def _render_rich(report: SmokeReport, stream: TextIO) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(file=stream)
+    table = Table(title=escape(f"cudalint smoke {report.target} on {report.device}"))
+    for column in ("check", "status", "detail"):
+        table.add_column(column, overflow="fold")
+    for check in report.checks:
+        style = _STYLES[check.status]
+        table.add_row(check.name, f"[{style}]{check.status.value}[/]", escape(check.detail))
+    console.print(table)
+    if report.hazards:
+        hazards = Table(title="hazards")
+        for column in ("severity", "subject", "kind", "detail"):
+            hazards.add_column(column, overflow="fold")
+        for hazard in report.hazards:
+            style = "bold red" if hazard.severity.value == "error" else "yellow"
+            kind = hazard.kind.value + (" (predicted)" if hazard.predicted else "")
+            hazards.add_row(f"[{style}]{hazard.severity.value}[/]", escape(hazard.subject), kind,
+                            escape(hazard.detail))
+        console.print(hazards)
+    if report.saved_reference:
+        console.print(escape(f"reference saved to {report.saved_reference}"))
+    style = "bold green" if report.verdict == "pass" else "bold red"
+    console.print(f"verdict: [{style}]{report.verdict}[/]")
+
+
+def write_json(report: SmokeReport, path: str) -> None:
+    """Write the report as JSON to `path`, or to stdout for `-`."""
+    text = json.dumps(report.to_dict(), indent=2, default=str) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text, encoding="utf-8")

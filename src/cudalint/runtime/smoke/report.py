@@ -1,0 +1,115 @@
+"""What a smoke run found: checks, hazards, op counts and the environment."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Status(str, enum.Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    WARN = "warn"
+    SKIPPED = "skipped"
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"  # fails the verdict
+    WARNING = "warning"
+
+
+class HazardKind(str, enum.Enum):
+    CPU_FALLBACK = "cpu-fallback"  # an op ran through MPS's CPU fallback
+    NO_MPS_KERNEL = "no-mps-kernel"  # an op MPS has no kernel for
+    DTYPE = "unsupported-dtype"  # float64, complex128, ... which MPS cannot hold
+    CPU_OP = "cpu-op"  # an op ran on CPU while the target device is an accelerator
+    MIXED_DEVICE = "mixed-device"  # an op took tensors on two devices
+    PIN_MEMORY = "pin-memory"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """Something that breaks or slows the target on a Mac. `predicted` when inferred from a run
+    elsewhere (CPU, CUDA) rather than seen on MPS."""
+
+    kind: HazardKind
+    severity: Severity
+    detail: str
+    op: str | None = None
+    dtype: str | None = None
+    predicted: bool = False
+    count: int = 1
+
+    @property
+    def subject(self) -> str:
+        return self.op or self.dtype or self.kind.value
+
+
+@dataclass
+class OpSummary:
+    counts: dict[str, int] = field(default_factory=dict)
+    devices: dict[str, list[str]] = field(default_factory=dict)
+    fallbacks: list[str] = field(default_factory=list)
+    without_mps_kernel: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass
+class SmokeReport:
+    target: str
+    device: str
+    environment: dict[str, Any] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+    hazards: list[Hazard] = field(default_factory=list)
+    ops: OpSummary = field(default_factory=OpSummary)
+    warnings: list[str] = field(default_factory=list)
+    error: dict[str, Any] | None = None
+    saved_reference: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if any(check.status is Status.FAIL for check in self.checks) else "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "target": self.target,
+            "device": self.device,
+            "environment": self.environment,
+            "checks": [asdict(check) | {"status": check.status.value} for check in self.checks],
+            "hazards": [_hazard_dict(hazard) for hazard in self.hazards],
+            "ops": {
+                "total": self.ops.total,
+                "counts": self.ops.counts,
+                "devices": self.ops.devices,
+                "fallbacks": self.ops.fallbacks,
+                "without_mps_kernel": self.ops.without_mps_kernel,
+            },
+            "warnings": self.warnings,
+            "error": self.error,
+            "saved_reference": self.saved_reference,
+        }
+
+
+def _hazard_dict(hazard: Hazard) -> dict[str, Any]:
+    return {
+        "kind": hazard.kind.value,
+        "severity": hazard.severity.value,
+        "subject": hazard.subject,
+        "op": hazard.op,
+        "dtype": hazard.dtype,
+        "predicted": hazard.predicted,
+        "count": hazard.count,
+        "detail": hazard.detail,
+    }

@@ -1,0 +1,160 @@
+"""CUD106: a CUDA-only mixed-precision training script, fixed, trains with AMP on this CPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from cudalint.config import Config
+from cudalint.finding import Applicability, Severity
+from tests.lint import codes_at, findings, run_on
+
+CUD1 = ["CUD101", "CUD102", "CUD103", "CUD104", "CUD105", "CUD106", "CUD107", "CUD109",
+        "CUD110"]
+
+TRAIN = textwrap.dedent('''\
+    """A few mixed-precision training steps, written for an NVIDIA GPU."""
+    import torch
+    from torch import nn
+    from torch.cuda.amp import GradScaler, autocast
+
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @torch.cuda.amp.custom_bwd
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+
+    def main():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2)).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        scaler = GradScaler(init_scale=2.0**10)
+        x = torch.randn(64, 8, device="cuda")
+        y = (x[:, 0] > 0).long()
+        losses = []
+        for _ in range(30):
+            optimizer.zero_grad()
+            with autocast(dtype=torch.bfloat16):
+                hidden = model[1](model[0](x))
+                squared = Square.apply(hidden)
+                loss = nn.functional.cross_entropy(model[2](squared).float(), y)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            losses.append(loss.item())
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16), torch.no_grad():
+            logits = model(x)
+        print(f"autocast dtype: {hidden.dtype}")
+        print(f"custom_fwd dtype: {squared.dtype}")
+        print(f"eval dtype: {logits.dtype}")
+        print(f"scaler enabled: {scaler.is_enabled()}")
+        print(f"first loss: {losses[0]:.4f}")
+        print(f"last loss: {losses[-1]:.4f}")
+
+
+    if __name__ == "__main__":
+        main()
+''')
+
+
+def _run(script: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop("CUDALINT_DEVICE", None)
+    return subprocess.run([sys.executable, str(script)], cwd=script.parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_amp_findings(tmp_path):
+    found = findings(tmp_path, TRAIN, name="train.py", codes=["CUD106"])
+    assert codes_at(found) == [
+        ("CUD106", 9, 6),  # custom_fwd(cast_inputs=...)
+        ("CUD106", 15, 6),  # bare custom_bwd
+        ("CUD106", 25, 14),  # GradScaler imported from torch.cuda.amp
+        ("CUD106", 31, 14),  # autocast imported from torch.cuda.amp
+        ("CUD106", 39, 25),  # device_type="cuda": at the keyword
+    ]
+    assert all(f.severity is Severity.WARNING for f in found)
+    assert all(f.fix is not None and f.fix.applicability is Applicability.SAFE for f in found)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="shows what happens without CUDA")
+def test_fixed_amp_training_runs_on_cpu(tmp_path):
+    script = tmp_path / "train.py"
+    report, after = run_on(tmp_path, TRAIN, name="train.py", codes=CUD1, fix=True)
+    fixed = after.decode()
+    # Only the (now unused) import is left of torch.cuda.amp: the engine adds imports, it does
+    # not remove them.
+    assert [line for line in fixed.splitlines() if "torch.cuda.amp" in line] == [
+        "from torch.cuda.amp import GradScaler, autocast"
+    ]
+    assert "@torch.amp.custom_fwd(device_type=pick_device().type, cast_inputs=torch.float32)" \
+        in fixed
+    assert "@torch.amp.custom_bwd(device_type=pick_device().type)" in fixed
+    assert "scaler = torch.amp.GradScaler(pick_device().type, init_scale=2.0**10)" in fixed
+    assert "with torch.autocast(pick_device().type, dtype=torch.bfloat16):" in fixed
+    assert 'torch.autocast(device_type=pick_device().type, dtype=torch.bfloat16)' in fixed
+    assert report.findings == []
+
+    result = _run(script)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    # On this CPU the fixed script really runs mixed precision (torch.cuda.amp would have
+    # warned, disabled itself and run float32).
+    assert out["autocast dtype"] == "torch.bfloat16"
+    assert out["custom_fwd dtype"] == "torch.float32"  # cast_inputs still applies
+    assert out["eval dtype"] == "torch.bfloat16"
+    assert out["scaler enabled"] == "True"
+    assert float(out["last loss"]) < float(out["first loss"])
+
+    _, again = run_on(tmp_path, after, name="train.py", codes=CUD1, fix=True)
+    assert again == after
+
+
+@pytest.mark.parametrize(
+    ("target", "scaler", "custom_fwd"),
+    [
+        ("2.2", None, None),  # no torch.amp.GradScaler, no torch.amp.custom_fwd yet
+        ("2.3", Applicability.UNSAFE, None),  # GradScaler: MPS cannot unscale before 2.8
+        ("2.6", Applicability.UNSAFE, Applicability.SAFE),
+        ("2.8", Applicability.SAFE, Applicability.SAFE),
+    ],
+)
+def test_fixes_follow_the_target_torch(tmp_path, target, scaler, custom_fwd):
+    source = ("import torch\ns = torch.cuda.amp.GradScaler()\n"
+              "f = torch.cuda.amp.custom_fwd(fn)\nwith torch.cuda.amp.autocast():\n    pass\n")
+    config = Config(root=tmp_path, target_torch=target)
+    report, _ = run_on(tmp_path, source, codes=["CUD106"], config=config)
+    fixes = {f.location.row: f.fix.applicability if f.fix else None for f in report.findings}
+    assert fixes == {2: scaler, 3: custom_fwd, 4: Applicability.SAFE}
+
+
+def test_unfixable_and_silent_forms(tmp_path):
+    source = textwrap.dedent('''\
+        import torch
+        from contextlib import nullcontext
+
+        def context(amp, device):
+            """Wraps torch.cuda.amp.autocast() for the caller."""
+            print("autocast on cuda")
+            if device.type == "cuda":
+                return torch.autocast(device.type)
+            return torch.cuda.amp.autocast if amp else nullcontext
+        ''')
+    found = findings(tmp_path, source, codes=["CUD106"])
+    assert codes_at(found) == [("CUD106", 9, 12)]
+    assert found[0].fix is None

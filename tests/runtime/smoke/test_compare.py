@@ -1,0 +1,140 @@
+"""Leaf-by-leaf comparison, and flattening outputs into named leaves."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+
+from cudalint.runtime.smoke.compare import EXACT, Tolerance, compare_outputs
+from cudalint.runtime.smoke.outputs import Leaf, UnsupportedOutput, flatten
+
+DEFAULT = Tolerance()
+
+
+def _differences(got: object, want: object, tolerance: Tolerance = DEFAULT) -> list[str]:
+    return [str(d) for d in compare_outputs(flatten(got), flatten(want), tolerance)]
+
+
+def test_leaves_are_named_by_path() -> None:
+    state = OrderedDict([("fc.weight", torch.ones(2)), ("fc.bias", torch.zeros(1))])
+    output = {"loss": torch.tensor(1.0), "state": state, "history": [0.5, (1, None)],
+              "tag": "run", 3: torch.ones(1)}
+    assert [leaf.path for leaf in flatten(output)] == [
+        "loss", "state['fc.weight']", "state['fc.bias']", "history[0]", "history[1][0]",
+        "history[1][1]", "tag", "[3]"]
+
+
+def test_module_stands_for_its_state_dict() -> None:
+    module = torch.nn.Linear(2, 1)
+    assert [leaf.path for leaf in flatten(module)] == [
+        "state_dict['weight']", "state_dict['bias']"]
+    assert [leaf.path for leaf in flatten({"model": module})] == [
+        "model['weight']", "model['bias']"]
+
+
+def test_plain_values_and_numpy() -> None:
+    @dataclass
+    class Result:
+        score: float
+        counts: np.ndarray
+
+    leaves = flatten(Result(score=np.float32(0.5), counts=np.arange(3)))  # type: ignore[arg-type]
+    assert [leaf.path for leaf in leaves] == ["score", "counts"]
+    assert isinstance(leaves[1].value, torch.Tensor)
+    assert flatten(torch.ones(2))[0].path == "output"
+    assert flatten([torch.ones(1)])[0].path == "output[0]"
+
+
+def test_snapshots_are_copies() -> None:
+    tensor = torch.zeros(2, requires_grad=True)
+    leaf = flatten(tensor)[0]
+    with torch.no_grad():
+        tensor += 1
+    assert leaf.value.tolist() == [0.0, 0.0]  # type: ignore[union-attr]
+    assert not leaf.value.requires_grad  # type: ignore[union-attr]
+
+
+def test_unsupported_output_names_the_path() -> None:
+    with pytest.raises(UnsupportedOutput, match=r"output extra\['handle'\] is a object"):
+        flatten({"extra": {"handle": object()}})
+
+
+def test_equal_outputs_have_no_differences() -> None:
+    output = {"x": torch.randn(3, 3), "n": 2, "f": 0.25, "s": "ok", "z": None}
+    assert _differences(output, output) == []
+
+
+def test_float32_tolerance_is_assert_close_default() -> None:
+    base = torch.ones(4)
+    assert _differences(base + 5e-6, base) == []  # within atol=1e-5
+    problems = _differences(base + 1e-4, base)
+    assert problems == ["output: 4 of 4 elements differ beyond rtol=1.3e-06, atol=1e-05; max abs "
+                        "diff 0.0001 at [0] (1.0001 vs 1), max rel diff 0.0001"]
+
+
+def test_bfloat16_tolerance_is_looser() -> None:
+    base = torch.ones(4, dtype=torch.bfloat16)
+    assert _differences(base + 0.0078125, base) == []
+
+
+def test_user_tolerance_overrides_one_default() -> None:
+    base = torch.ones(3)
+    assert _differences(base + 1e-4, base, Tolerance(atol=1e-3)) == []
+    assert _differences(base + 1e-4, base, Tolerance(rtol=1e-3)) == []
+
+
+def test_shape_dtype_and_structure() -> None:
+    assert _differences({"a": torch.ones(2)}, {"a": torch.ones(3)}) == [
+        "a: shape (2,) here, (3,) in the reference"]
+    assert _differences({"a": torch.ones(2, dtype=torch.float16)}, {"a": torch.ones(2)}) == [
+        "a: dtype float16 here, float32 in the reference"]
+    assert _differences({"a": 1, "b": 2}, {"a": 1, "c": 2}) == [
+        "c: missing here, present in the reference", "b: present here, not in the reference"]
+    assert _differences({"a": torch.ones(1)}, {"a": 1.0}) == [
+        "a: a tensor here, a number in the reference"]
+
+
+def test_integers_are_exact_even_beyond_float64_precision() -> None:
+    big = torch.tensor([2**60], dtype=torch.int64)
+    assert len(_differences(big + 1, big)) == 1
+    assert _differences({"n": 3}, {"n": 4}) != []
+
+
+def test_nan_positions_must_agree() -> None:
+    nan = torch.tensor([1.0, math.nan])
+    assert _differences(nan, nan.clone()) == []
+    problems = _differences(torch.tensor([1.0, 2.0]), nan)
+    assert len(problems) == 1
+    assert "NaN in one but not the other at 1 elements" in problems[0]
+    assert _differences({"f": math.nan}, {"f": math.nan}) == []
+    assert _differences({"f": math.nan}, {"f": 1.0}) != []
+
+
+def test_infinities_equal_themselves() -> None:
+    inf = torch.tensor([math.inf, -math.inf, 0.0])
+    assert _differences(inf, inf.clone()) == []
+
+
+def test_complex_values() -> None:
+    z = torch.tensor([1 + 1j, 2 - 1j], dtype=torch.complex64)
+    assert _differences(z, z.clone()) == []
+    assert len(_differences(z + 0.1j, z)) == 1
+
+
+def test_exact_reports_any_difference() -> None:
+    leaves = [Leaf("x", torch.tensor([1.0]))]
+    close = [Leaf("x", torch.tensor([1.0 + 1e-7]))]
+    assert compare_outputs(close, leaves, Tolerance()) == []
+    (difference,) = compare_outputs(close, leaves, EXACT)
+    assert difference.max_abs == pytest.approx(1.19e-7, rel=0.01)
+
+
+def test_zero_dim_and_empty_tensors() -> None:
+    assert _differences(torch.tensor(1.5), torch.tensor(1.5)) == []
+    assert "at []" in _differences(torch.tensor(2.0), torch.tensor(1.5))[0]
+    assert _differences(torch.zeros(0, 3), torch.zeros(0, 3)) == []
