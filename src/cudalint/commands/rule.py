@@ -19,9 +19,9 @@ def main(argv: Sequence[str]) -> int:
             mark = f"fix: {fix.value}" if fix else "no fix"
             print(f"{rule.code}\t{rule.name}\t{rule.severity}\t{mark}\t{rule.message}")
         return 0
-    rule = rule_by_code(argv[0])
-    if rule is None:
+    found = rule_by_code(argv[0])
+    if found is None:
         print(f"cudalint: error: unknown rule code {argv[0]!r}", file=sys.stderr)
         return 2
-    sys.stdout.write(render_rule_page(rule))
+    sys.stdout.write(render_rule_page(found))
     return 0

@@ -23,8 +23,10 @@ class _Replace(cst.CSTTransformer):
         super().__init__()
         self.replacements = replacements
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
-        return self.replacements.get(id(original_node), updated_node)  # type: ignore[return-value]
+    def on_leave(  # type: ignore[override]
+        self, original_node: cst.CSTNode, updated_node: cst.CSTNode
+    ) -> cst.CSTNode:
+        return self.replacements.get(id(original_node), updated_node)
 
 
 def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings) -> cst.Module:

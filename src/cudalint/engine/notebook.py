@@ -27,7 +27,8 @@ from cudalint.kinds import FileKind, SourceFile
 
 _PLACEHOLDER = "pass  # cudalint-magic-{}"
 _PLACEHOLDER_LINE = re.compile(r"^\s*pass  # cudalint-magic-(\d+)\s*$")
-_LINE_MAGIC = re.compile(r"^(\s*)(?:[!%?]|[\w.,\s\[\]]+=\s*[!%])")
+_ASSIGNED = r"[\w.,\s\[\]]+=\s*"  # `files = !ls`, `t = %timeit -o f()`
+_LINE_MAGIC = re.compile(rf"^\s*(?:[!%?]|{_ASSIGNED}[!%])")
 _HELP = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
 _CELL_MAGIC = re.compile(r"^%%(\w+)\s*(\S*)")
 _PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python",
@@ -38,7 +39,7 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", ""})
 _ENV_MAGIC = re.compile(r"^(\s*%(?:env|set_env)\s+)([A-Za-z_]\w*)(?:(\s*=\s*|\s+)(.*))?$")
 _SHELL_LINE_MAGIC = re.compile(r"^(\s*%(?:sx|system|sc)\s+)")
 _INSTALL_MAGIC = re.compile(r"^(\s*)%(?=(?:pip|conda|mamba|micromamba)\b)")
-_BANG = re.compile(r"^\s*(?:[\w.,\s\[\]]+=\s*)?!!?")
+_BANG = re.compile(rf"^\s*(?:{_ASSIGNED})?!!?")
 
 
 @dataclass
@@ -52,19 +53,11 @@ class Cell:
 
 
 def check_notebook(job: Job) -> FileReport:
-    try:
-        text = job.data.decode("utf-8-sig")
-        notebook = json.loads(text)
-    except (UnicodeDecodeError, RecursionError) as error:
-        return FileReport(job.path, [error_finding(job.path, f"not a notebook: {error}")])
-    except json.JSONDecodeError as error:
-        message = f"not a notebook: invalid JSON: {error.msg}"
-        return FileReport(job.path, [error_finding(job.path, message, error.lineno,
-                                                   error.colno)])
-    cells = notebook.get("cells") if isinstance(notebook, dict) else None
-    if not isinstance(cells, list):
-        message = "not a notebook: no `cells` list (only nbformat 4 is read)"
-        return FileReport(job.path, [error_finding(job.path, message)])
+    loaded = _load(job)
+    if isinstance(loaded, Finding):
+        return FileReport(job.path, [loaded])
+    text, notebook = loaded
+    cells: list[Any] = notebook["cells"]
     if not _is_python(notebook):
         return FileReport(job.path, [], text)
     fixing = job.options.fix or job.options.diff
@@ -85,8 +78,8 @@ def check_notebook(job: Job) -> FileReport:
                 applied += count
         else:
             found = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
-                                keywords=job.keywords, want_edits=job.options.want_edits,
-                                cell=index).findings
+                                keywords=job.keywords, want_edits=job.options.want_edits
+                                ).findings
         findings.extend(replace(finding, cell=index) for finding in found)
     if not fixing:
         return FileReport(job.path, findings, text)
@@ -99,6 +92,22 @@ def check_notebook(job: Job) -> FileReport:
         written = dump(notebook, text)
     bom = BOM if job.data.startswith(BOM) else b""
     return finish_fix(job, bom + written.encode(), applied, findings)
+
+
+def _load(job: Job) -> tuple[str, dict[str, Any]] | Finding:
+    """The notebook's text and JSON, or the error line saying why it is not a notebook."""
+    try:
+        text = job.data.decode("utf-8-sig")
+        notebook = json.loads(text)
+    except (UnicodeDecodeError, RecursionError) as error:
+        return error_finding(job.path, f"not a notebook: {error}")
+    except json.JSONDecodeError as error:
+        return error_finding(job.path, f"not a notebook: invalid JSON: {error.msg}",
+                             error.lineno, error.colno)
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return error_finding(job.path, "not a notebook: no `cells` list (only nbformat 4 is "
+                                       "read)")
+    return text, notebook
 
 
 def _is_python(notebook: dict[str, Any]) -> bool:

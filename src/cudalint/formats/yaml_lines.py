@@ -68,10 +68,11 @@ def scalar(node: Node | None) -> str | None:
     return node.value if isinstance(node, ScalarNode) else None
 
 
-def value_start(node: ScalarNode) -> tuple[int, int]:
-    """Where a scalar's text starts: past the opening quote of a quoted scalar."""
+def value_start(node: Node) -> tuple[int, int]:
+    """Where a node's text starts: past the opening quote of a quoted scalar."""
     row, column = where(node)
-    return (row, column + 1) if node.style in ('"', "'") else (row, column)
+    quoted = isinstance(node, ScalarNode) and node.style in ('"', "'")
+    return (row, column + 1) if quoted else (row, column)
 
 
 def script_segments(node: Node, lines: list[str]) -> list[Segment]:

@@ -63,7 +63,8 @@ def _where(finding: Finding) -> str:
 
 
 def _from_findings(findings: list[Finding]) -> tuple[list[str], list[str]]:
-    refused, dual = [], []
+    refused: list[str] = []
+    dual: list[str] = []
     for finding in findings:
         code = finding.code or ""
         if finding.category is Category.BLOCKER and code.startswith(_NATIVE):
@@ -78,7 +79,8 @@ def _from_findings(findings: list[Finding]) -> tuple[list[str], list[str]]:
 
 
 def _from_smoke(runs: Sequence[dict[str, Any]]) -> tuple[list[str], list[str]]:
-    refused, dual = [], []
+    refused: list[str] = []
+    dual: list[str] = []
     for run in runs:
         device = str(run.get("device", "?"))
         name = run.get("target", "smoke run")

@@ -51,7 +51,7 @@ def is_known_selector(selector: str) -> bool:
 
 
 def select(selectors: Iterable[str], ignores: Iterable[str]) -> tuple[type[Rule], ...]:
-    """Rules matching a `select` prefix and no `ignore` prefix; the longer prefix wins, as in ruff."""
+    """Rules matching a `select` prefix and no `ignore` prefix; the longer prefix wins (ruff)."""
     chosen = []
     selectors = [s.upper() for s in selectors]
     ignores = [s.upper() for s in ignores]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from cudalint.finding import Applicability, Severity
@@ -96,7 +98,7 @@ class LoadWithoutMapLocation(PythonRule):
                        applicability=Applicability.UNSAFE, helpers=("pick_device",))
 
 
-def _with_comma(arguments: tuple[cst.Arg, ...] | list[cst.Arg]) -> list[cst.Arg]:
+def _with_comma(arguments: Sequence[cst.Arg]) -> list[cst.Arg]:
     """The arguments, the last one given a `, ` so that one more can follow."""
     if not arguments:
         return []

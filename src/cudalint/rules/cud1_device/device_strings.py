@@ -59,10 +59,12 @@ def parse_device_string(node: cst.CSTNode) -> DeviceString | None:
 
 def _from_fstring(node: cst.FormattedString) -> DeviceString | None:
     parts = node.parts
-    if len(parts) != 2 or not isinstance(parts[0], cst.FormattedStringText):
+    if len(parts) != 2:
         return None
     text, expression = parts
-    if text.value != "cuda:" or not isinstance(expression, cst.FormattedStringExpression):
+    if not isinstance(text, cst.FormattedStringText) or text.value != "cuda:":
+        return None
+    if not isinstance(expression, cst.FormattedStringExpression):
         return None
     if expression.conversion is not None or expression.format_spec is not None:
         return None

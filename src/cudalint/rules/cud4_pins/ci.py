@@ -174,9 +174,7 @@ class CudaOnlyCi(FileRule):
                     problem.message, self.severity), prefix="a CI step installs CUDA: ")
 
     def _at(self, source: SourceFile, node: Node, message: str) -> Finding:
-        row, column = yaml_lines.value_start(node) if hasattr(node, "style") and isinstance(
-            node.value, str) else yaml_lines.where(node)
-        return self.finding(source, row, column, message=message)
+        return self.finding(source, *yaml_lines.value_start(node), message=message)
 
 
 def _pins(command: Command) -> Iterator[tuple[Word, Problem]]:

@@ -160,6 +160,5 @@ class CudaContainer(FileRule):
                 yield self._at(source, device, "reserves an NVIDIA GPU device; compose on a "
                                "Mac cannot start the service")
 
-    def _at(self, source: SourceFile, node: Node | None, message: str) -> Finding:
-        row, column = yaml_lines.where(node) if node is not None else (1, 1)
-        return self.finding(source, row, column, message=message)
+    def _at(self, source: SourceFile, node: Node, message: str) -> Finding:
+        return self.finding(source, *yaml_lines.value_start(node), message=message)

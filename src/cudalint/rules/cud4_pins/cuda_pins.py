@@ -127,10 +127,15 @@ def _has_cuda_local_version(version: str) -> bool:
     return bool(plus) and bool(_LOCAL_CUDA.search(local))
 
 
+def is_cuda_extra(extra: str) -> bool:
+    """`cuda12`, `cuda12_pip`, `and-cuda`, `gpu`: an extra that pulls CUDA wheels."""
+    return _CUDA_EXTRA.fullmatch(extra) is not None
+
+
 def _extras(parsed: Requirement) -> Problem | None:
     name = packages.normalize(parsed.name)
     for extra in sorted(parsed.extras):
-        if not _CUDA_EXTRA.fullmatch(extra):
+        if not is_cuda_extra(extra):
             continue
         if (name, extra.lower()) in _LINUX_ONLY_EXTRAS:
             return Problem(f"`{parsed.name}[{extra}]` pulls NVIDIA CUDA wheels on Linux (none "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cudalint.engine.python import error_finding
-from cudalint.finding import Finding, Severity
+from cudalint.finding import Finding
 from cudalint.formats import dockerfile, scripts
 from cudalint.formats.installers import pip_install
 from cudalint.formats.requirements import Line, read_lines
@@ -199,5 +199,3 @@ class PipCudaPin(FileRule):
                 ):
                     yield finding(self, source, where, problem)
 
-
-__all__ = ["INDEX_OPTIONS", "PipCudaPin", "Severity", "line_problem", "pip_command"]

@@ -14,13 +14,13 @@ from cudalint.formats.requirements import excluded_on_macos
 from cudalint.rules.cud4_pins.cuda_pins import (
     Problem,
     index_problem,
+    is_cuda_extra,
     package_problem,
     requirement_problem,
     url_problem,
 )
 
 _SETUP_CFG_KEYS = {("options", "install_requires"), ("options", "setup_requires")}
-_POETRY_CUDA_EXTRA = re.compile(r"(?:and-)?cuda\d*(?:[-_]\w+)?|gpu", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,12 @@ def _table(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _tables(value: object) -> list[Mapping[str, Any]]:
+    """An array of tables (`[[tool.uv.index]]`), its non-table items dropped."""
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) \
+        else []
+
+
 def _strings(value: object) -> list[str]:
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
 
@@ -75,14 +81,14 @@ def _requirements(locate: toml_lines.Locator, value: object, table: str, *,
 
 def _uv(locate: toml_lines.Locator, uv: Mapping[str, Any]) -> Iterator[Located]:
     cuda_indexes = set()
-    for index in uv.get("index", []) if isinstance(uv.get("index"), list) else []:
-        url = _table(index).get("url")
+    for index in _tables(uv.get("index")):
+        url = index.get("url")
         if not isinstance(url, str):
             continue
-        option = "--index-url" if _table(index).get("default") is True else "--extra-index-url"
+        option = "--index-url" if index.get("default") is True else "--extra-index-url"
         problem = index_problem(option, url)
         if problem is not None:
-            cuda_indexes.add(_table(index).get("name"))
+            cuda_indexes.add(index.get("name"))
             yield Located(*locate.string(url, "tool.uv.index"), problem)
     yield from _requirements(locate, uv.get("dev-dependencies"), "tool.uv", guarded=True)
     for package, sources in _table(uv.get("sources")).items():
@@ -101,16 +107,15 @@ def _uv(locate: toml_lines.Locator, uv: Mapping[str, Any]) -> Iterator[Located]:
 
 
 def _poetry(locate: toml_lines.Locator, poetry: Mapping[str, Any]) -> Iterator[Located]:
-    sources = poetry.get("source", [])
     cuda_sources = set()
-    for source in sources if isinstance(sources, list) else []:
-        url = _table(source).get("url")
+    for source in _tables(poetry.get("source")):
+        url = source.get("url")
         if not isinstance(url, str):
             continue
-        primary = _table(source).get("priority") in ("primary", "default")
+        primary = source.get("priority") in ("primary", "default")
         problem = index_problem("--index-url" if primary else "--extra-index-url", url)
         if problem is not None:
-            cuda_sources.add(_table(source).get("name"))
+            cuda_sources.add(source.get("name"))
             yield Located(*locate.string(url, "tool.poetry.source"), problem)
     tables = [("tool.poetry.dependencies", poetry.get("dependencies"), False)]
     for name, group in _table(poetry.get("group")).items():
@@ -137,7 +142,7 @@ def _poetry_dependency(package: str, spec: object, cuda_sources: set[object],
                           "macOS wheels there; add `markers = \"sys_platform == 'linux'\"`")
     if problem is None and isinstance(spec.get("url"), str):
         problem = url_problem(spec["url"])
-    extras = [e for e in _strings(spec.get("extras")) if _POETRY_CUDA_EXTRA.fullmatch(e)]
+    extras = [e for e in _strings(spec.get("extras")) if is_cuda_extra(e)]
     if problem is None and extras:
         problem = Problem(f"`{package}` with the `{extras[0]}` extra pulls NVIDIA CUDA wheels, "
                           "which macOS does not have")

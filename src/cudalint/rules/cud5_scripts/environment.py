@@ -50,7 +50,6 @@ _NAMED = frozenset(name for name, _, _ in _VARIABLES if "*" not in name)
 _SEARCH_PATHS = frozenset({"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"})
 _CUDA_PATH_ENTRY = re.compile(r"/usr/local/cuda|\$\{?CUDA_(?:HOME|PATH)")
 _OFF = frozenset({"", "0", "false", "no", "off"})
-_READ = "reading it gives nothing on a Mac"
 
 
 def judge(name: str, value: str | None = None) -> tuple[str, Severity] | None:

@@ -199,11 +199,10 @@ class NvidiaToolSubprocess(PythonRule):
 def _catches_launch_error(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
-    names = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
-    for name in names:
-        value = name.value if isinstance(name, cst.Element) else name
-        last = value.attr.value if isinstance(value, cst.Attribute) else getattr(value, "value",
-                                                                                 "")
-        if last in _LAUNCH_ERRORS:
+    kinds = ([element.value for element in handler.type.elements]
+             if isinstance(handler.type, cst.Tuple) else [handler.type])
+    for kind in kinds:
+        name = kind.attr if isinstance(kind, cst.Attribute) else kind  # subprocess.X -> X
+        if isinstance(name, cst.Name) and name.value in _LAUNCH_ERRORS:
             return True
     return False
