@@ -9,6 +9,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 
+from cudalint.formats.shell import closing
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BRACKET_OPEN = re.compile(r"\[(=*)\[")
 _UNQUOTED_END = re.compile(r"[\s()#\"]")
@@ -95,7 +97,8 @@ def _arguments(source: _Text, i: int) -> tuple[list[Argument], int]:
             if depth == 0:
                 return arguments, i
         elif c == '"':
-            end = _quoted_end(text, i + 1)
+            end = closing(text, i + 1, size)
+            end = size if end < 0 else end
             arguments.append(Argument(text[i + 1 : end], *source.position(i)))
             i = end + 1
         elif (bracket := _BRACKET_OPEN.match(text, i)) is not None:
@@ -111,12 +114,3 @@ def _arguments(source: _Text, i: int) -> tuple[list[Argument], int]:
     return arguments, size
 
 
-def _quoted_end(text: str, i: int) -> int:
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-        elif text[i] == '"':
-            return i
-        else:
-            i += 1
-    return len(text)

@@ -229,7 +229,8 @@ class _Scanner:
             close = _closing(text, i + 3, end, level=2)
         elif text.startswith("$(", i) or text[i] == "`":
             inner = i + 2 if text[i] == "$" else i + 1
-            close = _closing(text, inner, end) if text[i] == "$" else _backtick(text, inner, end)
+            close = _closing(text, inner, end) if text[i] == "$" else closing(text, inner, end, "`")
+            close = end if close < 0 else close
             if depth < _MAX_DEPTH:
                 tokens.nest(self.scan(inner, min(close, end), depth + 1))
         elif text.startswith("${", i):
@@ -300,7 +301,7 @@ def _closing(text: str, i: int, end: int, level: int = 1) -> int:
             i += 2
             continue
         if c in "'\"":
-            close = text.find(c, i + 1, end) if c == "'" else _closing_quote(text, i + 1, end)
+            close = text.find(c, i + 1, end) if c == "'" else closing(text, i + 1, end)
             if close < 0:
                 return end
             i = close + 1
@@ -315,26 +316,16 @@ def _closing(text: str, i: int, end: int, level: int = 1) -> int:
     return end
 
 
-def _closing_quote(text: str, i: int, end: int) -> int:
+def closing(text: str, i: int, end: int, char: str = '"') -> int:
+    """The index of the next `char` not escaped by a backslash, or -1."""
     while i < end:
         if text[i] == "\\":
             i += 2
-        elif text[i] == '"':
+        elif text[i] == char:
             return i
         else:
             i += 1
     return -1
-
-
-def _backtick(text: str, i: int, end: int) -> int:
-    while i < end:
-        if text[i] == "\\":
-            i += 2
-        elif text[i] == "`":
-            return i
-        else:
-            i += 1
-    return end
 
 
 # -- commands ---------------------------------------------------------------------------------

@@ -11,7 +11,10 @@ from functools import lru_cache
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from cudalint.engine.python import error_finding
+from cudalint.finding import Finding
 from cudalint.formats.shell import Segment
+from cudalint.kinds import SourceFile
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -38,6 +41,14 @@ def documents(text: str) -> tuple[Node, ...] | YamlError:
         return YamlError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1)
     except RecursionError:
         return YamlError("invalid YAML: nested too deeply")
+
+
+def read(source: SourceFile) -> tuple[Node, ...] | Finding:
+    """A YAML file's documents, or the error line saying why it is not YAML."""
+    parsed = documents(source.text or "")
+    if isinstance(parsed, YamlError):
+        return error_finding(source.path, parsed.message, parsed.row, parsed.column)
+    return parsed
 
 
 def where(node: Node) -> tuple[int, int]:

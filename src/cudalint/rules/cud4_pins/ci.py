@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 from yaml.nodes import Node
 
-from cudalint.engine.python import error_finding
 from cudalint.finding import Finding, Severity
 from cudalint.formats import yaml_lines
 from cudalint.formats.shell import Command, Word, lines_of, read_script
@@ -93,9 +92,9 @@ class CudaOnlyCi(FileRule):
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
-        parsed = yaml_lines.documents(source.text or "")
-        if isinstance(parsed, yaml_lines.YamlError):
-            yield error_finding(source.path, parsed.message, parsed.row, parsed.column)
+        parsed = yaml_lines.read(source)
+        if isinstance(parsed, Finding):
+            yield parsed
             return
         gitlab = source.path.name.startswith(".gitlab-ci")
         for document in parsed:

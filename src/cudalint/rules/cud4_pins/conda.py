@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 from yaml.nodes import Node
 
-from cudalint.engine.python import error_finding
 from cudalint.finding import Finding
 from cudalint.formats import scripts, yaml_lines
 from cudalint.formats.installers import conda_install
@@ -112,9 +111,9 @@ class CondaCudaPin(FileRule):
                               guarded=command.guarded)
 
     def _environment(self, source: SourceFile) -> Iterator[Finding]:
-        parsed = yaml_lines.documents(source.text or "")
-        if isinstance(parsed, yaml_lines.YamlError):
-            yield error_finding(source.path, parsed.message, parsed.row, parsed.column)
+        parsed = yaml_lines.read(source)
+        if isinstance(parsed, Finding):
+            yield parsed
             return
         for document in parsed:
             for node in yaml_lines.entries(yaml_lines.get(document, "channels")):

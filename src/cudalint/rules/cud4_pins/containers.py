@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 from yaml.nodes import Node
 
-from cudalint.engine.python import error_finding
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile, scripts, yaml_lines
 from cudalint.formats.shell import Command, Word, basename, program
@@ -130,9 +129,9 @@ class CudaContainer(FileRule):
                 yield self.finding(source, row, column, message=_IMAGE_MESSAGE.format(image))
 
     def _compose(self, source: SourceFile) -> Iterator[Finding]:
-        parsed = yaml_lines.documents(source.text or "")
-        if isinstance(parsed, yaml_lines.YamlError):
-            yield error_finding(source.path, parsed.message, parsed.row, parsed.column)
+        parsed = yaml_lines.read(source)
+        if isinstance(parsed, Finding):
+            yield parsed
             return
         for document in parsed:
             for _, service in yaml_lines.items(yaml_lines.get(document, "services")):

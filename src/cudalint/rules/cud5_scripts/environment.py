@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cudalint.engine.python import error_finding
 from cudalint.finding import Finding, Severity
 from cudalint.formats import dockerfile, makefile, scripts, yaml_lines
 from cudalint.formats.shell import assigned
@@ -160,9 +159,9 @@ class CudaEnvironmentVariable(FileRule):
                                guarded=guarded)
 
     def _compose(self, source: SourceFile) -> Iterator[Finding]:
-        parsed = yaml_lines.documents(source.text or "")
-        if isinstance(parsed, yaml_lines.YamlError):
-            yield error_finding(source.path, parsed.message, parsed.row, parsed.column)
+        parsed = yaml_lines.read(source)
+        if isinstance(parsed, Finding):
+            yield parsed
             return
         for document in parsed:
             for _, service in yaml_lines.items(yaml_lines.get(document, "services")):
