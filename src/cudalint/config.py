@@ -6,7 +6,6 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from cudalint.engine.context import HELPER_MODULE_DEFAULT
+from cudalint.mps_ops.coverage import installed_torch_version
 
 DEFAULT_TARGET_TORCH = "2.6"
 DEFAULT_EXCLUDE = (
@@ -54,19 +54,11 @@ class Config:
 
     def __post_init__(self) -> None:
         if not self.target_torch:
-            self.target_torch = installed_torch() or DEFAULT_TARGET_TORCH
+            self.target_torch = installed_torch_version() or DEFAULT_TARGET_TORCH
 
     @property
     def target_torch_tuple(self) -> tuple[int, int]:
         return parse_version(self.target_torch)
-
-
-def installed_torch() -> str | None:
-    """The installed torch version, read from its metadata: the linter never imports torch."""
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def parse_version(text: str) -> tuple[int, int]:

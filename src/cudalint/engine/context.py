@@ -131,7 +131,7 @@ class PythonContext:
 
     def _bind_import(self, node: cst.Import) -> None:
         for alias in node.names:
-            dotted = _dotted(alias.name)
+            dotted = dotted_name(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 self.aliases[alias.asname.name.value] = dotted
             else:
@@ -142,20 +142,21 @@ class PythonContext:
         if isinstance(node.names, cst.ImportStar):
             return
         relative = bool(node.relative)
-        base = _dotted(node.module) if node.module is not None else ""
+        base = dotted_name(node.module) if node.module is not None else ""
         for alias in node.names:
-            name = _dotted(alias.name)
+            name = dotted_name(alias.name)
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self.aliases[local] = None if relative else f"{base}.{name}"
 
 
-def _dotted(node: cst.BaseExpression) -> str:
+def dotted_name(node: cst.BaseExpression | None) -> str:
+    """`a.b.c` for a Name/Attribute chain (an import's module), "" for anything else."""
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
+        return f"{dotted_name(node.value)}.{node.attr.value}"
     return ""
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.context import dotted_name
 from cudalint.rules.base import NodeFix
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import fits
@@ -47,7 +48,7 @@ def import_fix(ctx: PythonContext, local: str) -> NodeFix | None:
 def alias_local(alias: cst.ImportAlias) -> str:
     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
         return alias.asname.name.value
-    return _dotted(alias.name)
+    return dotted_name(alias.name)
 
 
 def _aliases(statement: cst.ImportFrom) -> list[cst.ImportAlias]:
@@ -55,13 +56,13 @@ def _aliases(statement: cst.ImportFrom) -> list[cst.ImportAlias]:
 
 
 def _unaliased(statement: cst.ImportFrom, name: str) -> bool:
-    return any(a.asname is None and _dotted(a.name) == name for a in _aliases(statement))
+    return any(a.asname is None and dotted_name(a.name) == name for a in _aliases(statement))
 
 
 def _movable(ctx: PythonContext, statement: cst.ImportFrom, alias: cst.ImportAlias) -> str | None:
     """The helper replacing the imported name, when every use of it can call the helper."""
-    module = _dotted(statement.module) if statement.module is not None else ""
-    api = cuda_api_table.lookup(f"{module}.{_dotted(alias.name)}")
+    module = dotted_name(statement.module) if statement.module is not None else ""
+    api = cuda_api_table.lookup(f"{module}.{dotted_name(alias.name)}")
     if api is None or api.code != _CODE or api.helper is None:
         return None
     local = alias_local(alias)
@@ -104,7 +105,7 @@ class _ImportFinder(cst.CSTVisitor):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if node.relative or node.module is None:
             return False
-        module = cuda_api_table.canonical(_dotted(node.module))
+        module = cuda_api_table.canonical(dotted_name(node.module))
         if module == "torch.cuda" and any(alias_local(a) == self.local for a in _aliases(node)):
             self.found.append(node)
         return False
@@ -147,11 +148,3 @@ class _NameUses(cst.CSTVisitor):
             self.calls.append(parent)
             return
         self.other_use = True
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.context import dotted_name as dotted
+
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext
 
@@ -24,14 +26,6 @@ _DYNAMIC = frozenset({"importlib.import_module", "__import__"})
 class Imported:
     module: str  # dotted; relative imports keep their leading dots when unresolved
     node: cst.CSTNode  # where to report
-
-
-def dotted(node: cst.BaseExpression | None) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{dotted(node.value)}.{node.attr.value}"
-    return ""
 
 
 def from_import(node: cst.Import, matches: Callable[[str], bool]) -> list[Imported]:
