@@ -58,3 +58,20 @@ def test_demo_fails_before_fix_and_trains_after(demo, capsys):
     main(["check", "--fix", str(demo)])
     assert _digest(demo) == snapshot
 
+
+
+REFERENCE = DEMO / "references" / "train_step_h200_cuda.safetensors"
+
+
+def test_fixed_demo_matches_the_reference_saved_on_a_cuda_server(demo, capsys):
+    """The two-machine workflow with a real CUDA reference: `train_step` of the *original*
+    demo, saved on an NVIDIA H200 (torch 2.11+cu130) with
+    `cudalint smoke smoke_target.py:train_step --device cuda --save-reference ...`, compared
+    with the *fixed* demo run here on the CPU."""
+    main(["check", "--fix", str(demo)])
+    capsys.readouterr()
+    code = main(["smoke", f"{demo / 'smoke_target.py'}:train_step", "--device", "cpu",
+                 "--reference", str(REFERENCE)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "match the reference (cuda (NVIDIA H200)" in out

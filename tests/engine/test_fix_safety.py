@@ -116,3 +116,20 @@ def test_fixed_files_parse(chdir_tmp):
     Path("a.py").write_text("def f(x):\n    return x.cuda(0)\n")
     main(["check", "--fix", "."])
     cst.parse_module(Path("a.py").read_text())
+
+
+def test_long_helper_import_is_wrapped_one_name_a_line(chdir_tmp):
+    path = Path("bench.py")
+    path.write_text(
+        "import torch\n\ntorch.cuda.manual_seed_all(0)\nprint(torch.cuda.get_device_name(0))\n"
+        "torch.cuda.synchronize()\nprint(torch.cuda.max_memory_allocated())\n"
+        "x = torch.ones(2).cuda()\ntorch.cuda.empty_cache()\n"
+    )
+    main(["check", "--fix", "--select", "CUD1", "."])
+    lines = path.read_text().splitlines()
+    start = lines.index("from cudalint.device import (")
+    assert lines[start + 1 : start + 8] == [
+        "    empty_cache,", "    get_device_name,", "    manual_seed_all,",
+        "    max_memory_allocated,", "    pick_device,", "    synchronize,", ")",
+    ]
+    assert max(len(line) for line in lines) <= 88

@@ -11,6 +11,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import CodeRange
 
+from cudalint.engine.context import dotted_name
 from cudalint.finding import Edit, Position
 from cudalint.rules.base import NodeFix
 
@@ -46,7 +47,34 @@ def _add_imports(module: cst.Module, fixes: Iterable[NodeFix], settings: Setting
         AddImportsVisitor.add_needed_import(context, name)
     for name in helpers:
         AddImportsVisitor.add_needed_import(context, settings.helper_module, name)
-    return AddImportsVisitor(context).transform_module(module)
+    return _wrap_long_import(AddImportsVisitor(context).transform_module(module),
+                             settings.helper_module)
+
+
+# Past this length the helper import is written one name a line, as black and ruff format it.
+_LINE_LENGTH = 88
+
+
+def _wrap_long_import(module: cst.Module, helper_module: str) -> cst.Module:
+    body = list(module.body)
+    for index, statement in enumerate(body):
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+            continue
+        node = statement.body[0]
+        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar) \
+                or dotted_name(node.module) != helper_module or node.lpar is not None:
+            continue
+        line = module.code_for_node(statement.with_changes(leading_lines=()))
+        if len(line.rstrip()) <= _LINE_LENGTH:
+            continue
+        newline = module.default_newline
+        aliases = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in node.names]
+        names = "".join(f"    {module.code_for_node(a)},{newline}" for a in aliases)
+        wrapped = cst.parse_statement(f"from {helper_module} import ({newline}{names}){newline}",
+                                      config=module.config_for_parsing)
+        body[index] = wrapped.with_changes(leading_lines=statement.leading_lines)
+        return module.with_changes(body=body)
+    return module
 
 
 def non_overlapping(
