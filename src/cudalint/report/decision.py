@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cudalint.finding import Category, Finding
+from cudalint.output.paths import display_path
 
 # Families whose blockers on the main path mean the code itself needs CUDA-only native code.
 _NATIVE = ("CUD2", "CUD3")
@@ -59,7 +60,7 @@ def decide(findings: Iterable[Finding], smoke_runs: Sequence[dict[str, Any]] = (
 
 
 def _where(finding: Finding) -> str:
-    return f"{finding.path}:{finding.location.row} {finding.code}"
+    return f"{display_path(finding.path)}:{finding.location.row} {finding.code}"
 
 
 def _from_findings(findings: list[Finding]) -> tuple[list[str], list[str]]:
