@@ -296,3 +296,12 @@ def test_force_exclude_applies_to_explicit_files(chdir_tmp, capsys):
     write(chdir_tmp, "vendor/lib.py", CUDA_SCRIPT)
     assert main(["check", "vendor/lib.py"]) == 1
     assert main(["check", "--force-exclude", "vendor/lib.py"]) == 0
+
+
+def test_parallel_run_reports_what_a_serial_run_does(chdir_tmp, capsys):
+    for index in range(40):
+        write(chdir_tmp, f"pkg/m{index:02}.py", CUDA_SCRIPT if index % 3 else CLEAN_SCRIPT)
+    serial_code, serial = run_json(capsys, "check", "--jobs", "1", ".")
+    parallel_code, parallel = run_json(capsys, "check", "--jobs", "2", ".")
+    assert serial_code == parallel_code == 1
+    assert parallel == serial and len(serial) == 2 * 26

@@ -52,6 +52,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path, help="a pyproject.toml or cudalint.toml to use")
     parser.add_argument("--force-exclude", action="store_true",
                         help="apply excludes to files named on the command line (pre-commit)")
+    parser.add_argument("-j", "--jobs", type=int, default=None,
+                        help="processes to check files with (default: one per CPU)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only")
     return parser
 

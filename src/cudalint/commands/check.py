@@ -30,6 +30,7 @@ def run_check(args: argparse.Namespace) -> int:
         diff=args.diff,
         want_edits=args.output_format in ("json", "sarif"),
         force_exclude=args.force_exclude,
+        jobs=args.jobs,
         select=args.select,
         ignore=args.ignore,
         extend_select=args.extend_select,

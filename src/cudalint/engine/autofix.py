@@ -10,6 +10,7 @@ import libcst as cst
 
 from cudalint.engine.context import Settings
 from cudalint.engine.fixer import apply_fixes, non_overlapping
+from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import BOM, PythonResult, lint_python
 from cudalint.finding import Applicability
 from cudalint.rules.base import PythonRule
@@ -40,11 +41,11 @@ def fix_python(
     settings: Settings,
     *,
     unsafe: bool = False,
-    keywords: Sequence[bytes] | None = None,
+    prefilter: Prefilter | None = None,
 ) -> FixOutcome:
     bom = BOM if data.startswith(BOM) else b""
     current, applied = data, 0
-    result = lint_python(current, path, rules, settings, keywords=keywords)
+    result = lint_python(current, path, rules, settings, prefilter=prefilter)
     for _ in range(MAX_PASSES):
         chosen = non_overlapping(
             (fix, where)
@@ -58,7 +59,7 @@ def fix_python(
         if fixed == current:
             break
         current, applied = fixed, applied + len(chosen)
-        result = lint_python(current, path, rules, settings, keywords=keywords)
+        result = lint_python(current, path, rules, settings, prefilter=prefilter)
     return FixOutcome(current, applied, result)
 
 

@@ -104,29 +104,36 @@ class PythonContext:
         return self.stack[-2::-1]
 
     # -- engine hooks ----------------------------------------------------------------------
+    # These hooks run for every node and every child attribute of a module: they dispatch on
+    # the exact node type, which is several times cheaper than isinstance on libcst's classes.
     def enter(self, node: cst.CSTNode) -> None:
         self.stack.append(node)
-        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+        kind = type(node)
+        if kind in _SCOPES:
             self._function_depth += 1
-        elif isinstance(node, cst.Import):
-            self._bind_import(node)
-        elif isinstance(node, cst.ImportFrom):
-            self._bind_import_from(node)
+        elif kind is cst.Import:
+            self._bind_import(node)  # type: ignore[arg-type]
+        elif kind is cst.ImportFrom:
+            self._bind_import_from(node)  # type: ignore[arg-type]
 
     def leave(self, node: cst.CSTNode) -> None:
         self.stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+        if type(node) in _SCOPES:
             self._function_depth -= 1
 
     def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        guard = guards.branch_guard(self, node, attribute)
-        self._guards.append(guard)
-        if attribute == "body" and isinstance(node, cst.If) and guards.is_main_check(node.test):
+        if type(node) not in guards.BRANCHING:
+            self._guards.append(False)
+            return
+        self._guards.append(guards.branch_guard(self, node, attribute))
+        if attribute == "body" and type(node) is cst.If \
+                and guards.is_main_check(node.test):  # type: ignore[attr-defined]
             self._main_block_depth += 1
 
     def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         self._guards.pop()
-        if attribute == "body" and isinstance(node, cst.If) and guards.is_main_check(node.test):
+        if attribute == "body" and type(node) is cst.If \
+                and guards.is_main_check(node.test):  # type: ignore[attr-defined]
             self._main_block_depth -= 1
 
     def _bind_import(self, node: cst.Import) -> None:
@@ -149,6 +156,9 @@ class PythonContext:
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
             self.aliases[local] = None if relative else f"{base}.{name}"
+
+
+_SCOPES = frozenset({cst.FunctionDef, cst.Lambda})
 
 
 def dotted_name(node: cst.BaseExpression | None) -> str:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 # torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
 _PROBES = cuda_api_table.probes()
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+# The only node types whose children branch_guard can find guarded.
+BRANCHING = frozenset({cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation})
 
 
 def is_cuda_string(expr: cst.BaseExpression) -> bool:

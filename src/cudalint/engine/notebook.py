@@ -78,7 +78,7 @@ def check_notebook(job: Job) -> FileReport:
                 applied += count
         else:
             found = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
-                                keywords=job.keywords, want_edits=job.options.want_edits
+                                prefilter=job.prefilter, want_edits=job.options.want_edits
                                 ).findings
         findings.extend(replace(finding, cell=index) for finding in found)
     if not fixing:
@@ -217,13 +217,13 @@ def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding]]:
     assert cell.python is not None
     try:
         outcome = fix_python(cell.python.encode(), job.path, job.python_rules, job.settings,
-                             unsafe=job.options.unsafe_fixes, keywords=job.keywords)
+                             unsafe=job.options.unsafe_fixes, prefilter=job.prefilter)
     except FixError as error:
         return cell.text, 0, [error_finding(job.path, str(error))]
     fixed = _unmasked(outcome.data.decode(), cell.originals)
     if fixed is None:  # a fix moved a placeholder: leave the cell as it was
         result = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
-                             keywords=job.keywords)
+                             prefilter=job.prefilter)
         return cell.text, 0, result.findings
     return fixed, outcome.applied, outcome.result.findings
 

@@ -12,6 +12,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from cudalint.engine import noqa
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import fix_edits
+from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.traversal import walk
 from cudalint.finding import Finding, Fix, Position, Severity
 from cudalint.rules.base import NodeFix, PythonRule, Report
@@ -25,10 +26,6 @@ class PythonResult:
     module: cst.Module | None = None
     # The fix behind each finding that has one, with the range of the node it replaces.
     fixes: list[tuple[Finding, NodeFix, CodeRange]] = field(default_factory=list)
-
-
-def has_keyword(data: bytes, keywords: Sequence[bytes]) -> bool:
-    return any(keyword in data for keyword in keywords)
 
 
 def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Finding:
@@ -54,12 +51,12 @@ def lint_python(
     rules: Sequence[type[PythonRule]],
     settings: Settings,
     *,
-    keywords: Sequence[bytes] | None = None,
+    prefilter: Prefilter | None = None,
     want_edits: bool = False,
     cell: int | None = None,
 ) -> PythonResult:
-    """Findings for one module; `keywords` (of the enabled rules) let a file skip parsing."""
-    if keywords is not None and not has_keyword(data, keywords):
+    """Findings for one module; the `prefilter` of the enabled rules lets a file skip parsing."""
+    if prefilter is not None and not prefilter.matches(data):
         return PythonResult([])
     parsed = parse(data, path)
     if isinstance(parsed, Finding):

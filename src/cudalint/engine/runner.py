@@ -6,6 +6,7 @@ import difflib
 import fnmatch
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from cudalint.discovery import discover
 from cudalint.engine import noqa, project
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import error_finding, lint_python
 from cudalint.engine.writer import write_atomic
 from cudalint.finding import Finding
@@ -30,6 +32,7 @@ class RunOptions:
     diff: bool = False  # show the fixes as a diff; write nothing
     want_edits: bool = False  # compute each fix's text edits (json, sarif, the LSP)
     force_exclude: bool = False  # apply excludes to files named explicitly too
+    jobs: int | None = None  # processes; None: one per CPU
     select: list[str] | None = None  # override the configuration's
     ignore: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
@@ -54,7 +57,7 @@ class Job:
     python_rules: tuple[type[PythonRule], ...]
     file_rules: tuple[FileRule, ...]
     settings: Settings
-    keywords: tuple[bytes, ...]
+    prefilter: Prefilter
     options: RunOptions
 
 
@@ -79,11 +82,26 @@ def validate_selectors(config: Config) -> None:
 def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
-    reports = []
-    for path, kind in discover(paths, config, force_exclude=options.force_exclude):
-        rules = rules_for(path, enabled, config)
-        reports.append(check_file(path, kind, rules, settings, options))
-    return reports
+    tasks = [
+        (path, kind, rules_for(path, enabled, config), settings, options)
+        for path, kind in discover(paths, config, force_exclude=options.force_exclude)
+    ]
+    jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
+    if jobs < 2:
+        return [check_file(*task) for task in tasks]
+    # Each file is checked (and fixed) on its own, so processes share nothing but the results.
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(_check_task, tasks, chunksize=8))
+
+
+# Below this many files a second process costs more than it saves.
+_FILES_PER_PROCESS = 16
+
+
+def _check_task(
+    task: tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions],
+) -> FileReport:
+    return check_file(*task)
 
 
 def check_file(
@@ -108,7 +126,7 @@ def check_file(
         python_rules=python_rules,
         file_rules=tuple(r() for r in rules if issubclass(r, FileRule) and kind in r.file_kinds),
         settings=settings,
-        keywords=tuple(k.encode() for r in python_rules for k in r.keywords),
+        prefilter=Prefilter.for_rules(python_rules, settings),
         options=options,
     )
     if kind is FileKind.PYTHON:
@@ -120,11 +138,11 @@ def check_python(job: Job) -> FileReport:
     options = job.options
     if not (options.fix or options.diff):
         result = lint_python(job.data, job.path, job.python_rules, job.settings,
-                             keywords=job.keywords, want_edits=options.want_edits)
+                             prefilter=job.prefilter, want_edits=options.want_edits)
         return FileReport(job.path, result.findings, _text(result.module))
     try:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
-                             unsafe=options.unsafe_fixes, keywords=job.keywords)
+                             unsafe=options.unsafe_fixes, prefilter=job.prefilter)
     except FixError as error:
         return FileReport(job.path, [error_finding(job.path, str(error))])
     return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings)

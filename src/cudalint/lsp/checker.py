@@ -12,6 +12,7 @@ from cudalint.discovery import discover
 from cudalint.engine import project
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.runner import (
     RunOptions,
     check_file,
@@ -107,10 +108,10 @@ def fix_text(path: Path, text: str, found: Project) -> str | None:
     """The buffer with every safe fix applied, as `cudalint check --fix` writes it; None when
     nothing changes or the fixed code would not parse."""
     python_rules = tuple(r for r in found.rules_for(path) if issubclass(r, PythonRule))
-    keywords = tuple(k.encode() for r in python_rules for k in r.keywords)
+    prefilter = Prefilter.for_rules(python_rules, found.settings)
     data = encode(text)
     try:
-        outcome = fix_python(data, path, python_rules, found.settings, keywords=keywords)
+        outcome = fix_python(data, path, python_rules, found.settings, prefilter=prefilter)
     except FixError:
         return None
     if outcome.data == data:

@@ -209,6 +209,19 @@ class Coverage:
     def method_names(self) -> frozenset[str]:
         return frozenset(self._calls_by_method)
 
+    @functools.cached_property
+    def missing_call_names(self) -> frozenset[str]:
+        """The last names (`eig`, `CTCLoss`, `mode`) of every call that can reach an op
+        without an MPS kernel, whatever its arguments: what a file must mention for CUD602
+        to have anything to report there."""
+        names: set[str] = set()
+        for info in self._calls:
+            if any(self.status(op).missing for op in info.ops):
+                names.add(info.name.rsplit(".", 1)[-1])
+                if info.method:
+                    names.add(info.method)
+        return frozenset(names)
+
     def calls_reaching(self, op: str, *, backward: bool = False) -> tuple[str, ...]:
         """Keys of the calls that reach `op` (in their backward pass with backward=True)."""
         name = _normalize_op(op)

@@ -17,7 +17,7 @@ import libcst as cst
 from cudalint.finding import Applicability, Finding, Position, Severity
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.context import PythonContext, Settings
     from cudalint.kinds import SourceFile
 
 
@@ -89,6 +89,13 @@ class Rule:
     # scripts, a PythonRule for `subprocess`); the others set False, and the primary one's
     # docstring documents the code.
     primary: ClassVar[bool] = True
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+        """Substrings and whole identifiers, one of which a file must contain for the rule to
+        find anything there (cudalint.engine.prefilter). Rules whose names depend on the
+        project or the target torch override this."""
+        return cls.keywords, frozenset()
 
     @classmethod
     def fix_applicability(cls) -> Applicability | None:

@@ -124,10 +124,10 @@ def test_benchmark_fails_before_and_runs_after_fix(tmp_path):
     report, after = run_on(tmp_path, BENCHMARK, name="bench.py", codes=CUD1, fix=True)
     fixed = after.decode()
     assert "from cudalint.device import" in fixed
+    helper_import = fixed.split("from cudalint.device import", 1)[1].split(")", 1)[0]
     for name in ("Event", "synchronize", "manual_seed", "manual_seed_all",
                  "max_memory_allocated", "empty_cache", "set_device", "get_device_name"):
-        assert name in fixed.split("from cudalint.device import", 1)[1].splitlines()[0] \
-            or f"import {name}" in fixed
+        assert f"    {name}," in helper_import or f"import {name}" in fixed
     assert "torch.cuda.synchronize()" not in fixed.replace(
         '"""Milliseconds per step; call torch.cuda.synchronize() before reading clocks."""', "")
     assert '"call torch.cuda.empty_cache() to free memory"' in fixed  # prose kept

@@ -5,14 +5,14 @@ from __future__ import annotations
 import libcst as cst
 
 from cudalint import packages
+from cudalint.engine.context import Settings
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import availability, imported
 
 
-def _keywords() -> tuple[str, ...]:
-    roots = {root.split(".")[0] for p in packages.load_packages() for root in p.imports}
-    return tuple(sorted(roots))
+def _roots() -> frozenset[str]:
+    return frozenset(root.split(".")[0] for p in packages.load_packages() for root in p.imports)
 
 
 def _message(module: str, package: packages.CudaPackage) -> str:
@@ -69,7 +69,7 @@ class CudaOnlyImport(PythonRule):
     code = "CUD201"
     name = "cuda-only-import"
     message = "import of a CUDA-only package"
-    keywords = _keywords()
+    keywords = tuple(sorted(_roots()))
     VALID = (
         "import numba\n",
         "from numba import njit, prange\n",
@@ -98,6 +98,11 @@ class CudaOnlyImport(PythonRule):
         Invalid("def attention(q, k, v):\n    from flash_attn import flash_attn_func\n"
                 "    return flash_attn_func(q, k, v)\n"),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+        """Package roots as whole names: `cute` must not match `execute`."""
+        return (), _roots()
 
     def visit_Import(self, node: cst.Import) -> None:
         for found in imported.from_import(node, self._is_cuda_only):

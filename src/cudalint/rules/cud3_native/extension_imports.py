@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.context import Settings
 from cudalint.rules.base import Invalid, PythonRule, Valid
 from cudalint.rules.cud2_libraries import imported
 
@@ -51,7 +52,6 @@ class CudaExtensionImport(PythonRule):
     code = "CUD305"
     name = "cuda-extension-import"
     message = "import of the project's compiled CUDA extension"
-    # Extension names are the project's own; any import may be one.
     keywords = ("import",)
     # The examples are setup.py files, the only file an example can bring: real imports of
     # the extension live in the package (tests/rules/cud3/ has those).
@@ -73,6 +73,12 @@ class CudaExtensionImport(PythonRule):
                 "import fused_adam_cuda\nfrom fused_adam_cuda import step\n"
                 "m = importlib.import_module('fused_adam_cuda')\n", path="setup.py", count=3),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+        """The extension's own name (`_C` of `pkg._C`) stands in any file importing it; a
+        project without a CUDA extension has nothing to find."""
+        return (), frozenset(name.rsplit(".", 1)[-1] for name in settings.extension_modules)
 
     def visit_Import(self, node: cst.Import) -> None:
         for found in imported.from_import(node, self._is_extension):

@@ -7,6 +7,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from cudalint.engine.context import Settings
 from cudalint.finding import Severity
 from cudalint.mps_ops import UNKNOWN_VALUE, Coverage, OpStatus, load_coverage
 from cudalint.rules import tables
@@ -59,7 +60,6 @@ class OpWithoutMpsKernel(PythonRule):
     code = "CUD602"
     name = "op-without-mps-kernel"
     message = "this call's ATen op has no MPS kernel"
-    # A reported call resolves to `torch.*`, or is a tensor method in a module importing torch.
     keywords = ("torch",)
     VALID = (
         "import torch\nx = torch.linalg.solve(A, b)\n",
@@ -88,6 +88,12 @@ class OpWithoutMpsKernel(PythonRule):
             "w = torch.linalg.eig(A)\n"
         ),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+        """A reported call names one of the table's calls that lack an MPS kernel."""
+        major, minor = settings.target_torch
+        return (), load_coverage(f"{major}.{minor}").missing_call_names
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._on_cpu(node):
