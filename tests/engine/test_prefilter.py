@@ -51,3 +51,17 @@ def test_unmatched_file_is_not_parsed(tmp_path):
     parsed = lint_python(broken + b"x.cuda()\n", Path("x.py"), [rule],  # type: ignore[list-item]
                          Settings(), prefilter=_prefilter("CUD102"))
     assert parsed.findings[0].code is None  # the syntax error of a file that was parsed
+
+
+def test_load_is_a_whole_word():
+    prefilter = _prefilter("CUD111")
+    assert prefilter.matches(b"state = torch.load(path)\n")
+    assert not prefilter.matches(b"urllib.request.urlretrieve(url)  # download, then loader\n")
+
+
+def test_integer_ordinals_and_rank_names():
+    prefilter = _prefilter("CUD113")
+    for source in (b"x.to(0)\n", b"torch.zeros(3, device=1)\n", b"x.to(args.local_rank)\n",
+                   b"x.to(LOCAL_RANK)\n", b"model.to(localRank)\n", b"d = torch.device(gpu)\n"):
+        assert prefilter.matches(source), source
+    assert not prefilter.matches(b"x = x.to(device)\ny = y.to(torch.float16)\n")

@@ -216,7 +216,7 @@ class Coverage:
         to have anything to report there."""
         names: set[str] = set()
         for info in self._calls:
-            if any(self.status(op).missing for op in info.ops):
+            if not info.variant and any(self.status(op).missing for op in info.ops):
                 names.add(info.name.rsplit(".", 1)[-1])
                 if info.method:
                     names.add(info.method)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from cudalint.engine.context import Settings
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as call_args
@@ -43,6 +44,11 @@ class LoadWithoutMapLocation(PythonRule):
     message = "`torch.load` without `map_location` fails on a checkpoint saved on CUDA"
     severity = Severity.WARNING
     keywords = ("load",)
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+        """`load` as a whole name (`torch.load`, `from torch import load`), not `download`."""
+        return (), frozenset({"load"})
     VALID = (
         "state = torch.load(path, map_location='cpu')\n",
         "state = torch.load(path, 'cpu')\n",

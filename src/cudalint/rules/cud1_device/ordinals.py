@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from cudalint.engine.context import Settings
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as call_args
@@ -13,6 +14,13 @@ from cudalint.rules.cud1_device import args as call_args
 # Names that hold a GPU ordinal: rank, local_rank, gpu, gpu_id, device_id, args.local_rank.
 _ORDINAL_NAME = re.compile(r"^(local_?rank|rank|gpu|gpu_?(id|idx|index)|device_?(id|idx|index))$",
                            re.IGNORECASE)
+
+
+_ORDINAL_SPELLINGS = (
+    "rank", "local_rank", "localrank", "gpu", "gpu_id", "gpuid", "gpu_idx", "gpu_index",
+    "gpuindex", "device_id", "deviceid", "device_idx", "device_index", "deviceindex",
+    "localRank", "gpuId", "gpuIdx", "gpuIndex", "deviceId", "deviceIdx", "deviceIndex",
+)
 
 
 def _ordinal(node: cst.BaseExpression) -> bool:
@@ -58,6 +66,17 @@ class IntegerDeviceOrdinal(PythonRule):
     message = "Integer device ordinal means CUDA here, MPS on a Mac, and fails on a CPU"
     severity = Severity.INFO
     keywords = ("device", ".to(")
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+        """An integer literal right after `.to(`, `device=` or `device(`, or a name that holds
+        an ordinal, in the spellings people use (`local_rank`, `LOCAL_RANK`, `gpu_id`)."""
+        literals = tuple(f"{prefix}{digit}" for prefix in (".to(", "device=", "device(")
+                         for digit in "0123456789")
+        return literals, frozenset(
+            variant for name in _ORDINAL_SPELLINGS
+            for variant in (name, name.upper(), name.capitalize())
+        )
     VALID = (
         "x = x.to(device)\n",
         "x = x.to(torch.float16)\n",
