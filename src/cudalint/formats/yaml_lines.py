@@ -51,6 +51,14 @@ def read(source: SourceFile) -> tuple[Node, ...] | Finding:
     return parsed
 
 
+def compose_services(source: SourceFile) -> list[Node] | Finding:
+    """The service mappings of every document of a compose file, or the file's error."""
+    parsed = read(source)
+    if isinstance(parsed, Finding):
+        return parsed
+    return [service for document in parsed for _, service in items(get(document, "services"))]
+
+
 def where(node: Node) -> tuple[int, int]:
     """The 1-based row and column where a node starts."""
     return node.start_mark.line + 1, node.start_mark.column + 1

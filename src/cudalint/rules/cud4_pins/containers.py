@@ -129,13 +129,12 @@ class CudaContainer(FileRule):
                 yield self.finding(source, row, column, message=_IMAGE_MESSAGE.format(image))
 
     def _compose(self, source: SourceFile) -> Iterator[Finding]:
-        parsed = yaml_lines.read(source)
-        if isinstance(parsed, Finding):
-            yield parsed
+        services = yaml_lines.compose_services(source)
+        if isinstance(services, Finding):
+            yield services
             return
-        for document in parsed:
-            for _, service in yaml_lines.items(yaml_lines.get(document, "services")):
-                yield from self._service(source, service)
+        for service in services:
+            yield from self._service(source, service)
 
     def _service(self, source: SourceFile, service: Node) -> Iterator[Finding]:
         image = yaml_lines.get(service, "image")

@@ -159,20 +159,19 @@ class CudaEnvironmentVariable(FileRule):
                                guarded=guarded)
 
     def _compose(self, source: SourceFile) -> Iterator[Finding]:
-        parsed = yaml_lines.read(source)
-        if isinstance(parsed, Finding):
-            yield parsed
+        services = yaml_lines.compose_services(source)
+        if isinstance(services, Finding):
+            yield services
             return
-        for document in parsed:
-            for _, service in yaml_lines.items(yaml_lines.get(document, "services")):
-                environment = yaml_lines.get(service, "environment")
-                for key, value in yaml_lines.items(environment):
-                    yield from self._report(source, yaml_lines.scalar(key) or "",
-                                            yaml_lines.scalar(value) or "",
-                                            yaml_lines.where(key))
-                for entry in yaml_lines.entries(environment):
-                    name, _, value = (yaml_lines.scalar(entry) or "").partition("=")
-                    yield from self._report(source, name, value, yaml_lines.value_start(entry))
+        for service in services:
+            environment = yaml_lines.get(service, "environment")
+            for key, value in yaml_lines.items(environment):
+                yield from self._report(source, yaml_lines.scalar(key) or "",
+                                        yaml_lines.scalar(value) or "",
+                                        yaml_lines.where(key))
+            for entry in yaml_lines.entries(environment):
+                name, _, value = (yaml_lines.scalar(entry) or "").partition("=")
+                yield from self._report(source, name, value, yaml_lines.value_start(entry))
 
 
 _ENVIRON_CALLS = {
