@@ -133,3 +133,16 @@ def test_long_helper_import_is_wrapped_one_name_a_line(chdir_tmp):
         "    max_memory_allocated,", "    pick_device,", "    synchronize,", ")",
     ]
     assert max(len(line) for line in lines) <= 88
+
+
+def test_fix_never_calls_a_helper_hidden_by_a_local_name(chdir_tmp):
+    path = Path("train.py")
+    source = (
+        "def run(model, pick_device):\n    return model.cuda()\n\n\n"
+        "def other(model):\n    return model.cuda()\n"
+    )
+    path.write_text(source)
+    main(["check", "--fix", "--select", "CUD102", "."])
+    text = path.read_text()
+    assert "def run(model, pick_device):\n    return model.cuda()\n" in text
+    assert "def other(model):\n    return model.to(pick_device())\n" in text

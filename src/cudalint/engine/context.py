@@ -13,6 +13,7 @@ from pathlib import Path
 import libcst as cst
 
 from cudalint.engine import guards
+from cudalint.engine.bindings import bound_names
 from cudalint.rules.base import Report
 
 # The helper functions a fix may call, all defined beside pick_device in the helper module.
@@ -75,12 +76,20 @@ class PythonContext:
         return cst.parse_expression(f"{local or 'torch'}.{dotted}"), ()
 
     def helper_available(self, name: str) -> bool:
-        """False when the module already binds `name` to something other than the helper,
-        so a fix calling it would call the wrong function."""
+        """False when the module, or a function around the node being visited (a parameter,
+        a local variable), binds `name` to something other than the helper, so a fix calling
+        it would call the wrong function."""
+        if self.bound_locally(name):
+            return False
         target = self.aliases.get(name, "")
         if target == f"{self.settings.helper_module}.{name}":
             return True
         return name not in self.aliases and name not in self.top_level_names
+
+    def bound_locally(self, name: str) -> bool:
+        """A function around the node being visited binds `name` (parameter, local)."""
+        return any(name in bound_names(scope) for scope in self.stack
+                   if type(scope) is cst.FunctionDef)
 
     def helper_call(self, name: str, args: Sequence[cst.Arg] = ()) -> cst.Call:
         return cst.Call(func=cst.Name(name), args=list(args))

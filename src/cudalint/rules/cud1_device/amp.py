@@ -165,7 +165,7 @@ class CudaOnlyMixedPrecision(PythonRule):
         if arg is None or not _is_cuda(arg.value):
             return
         fix = None
-        if references.can_call_helper(self.ctx, "pick_device"):
+        if self.ctx.helper_available("pick_device"):
             fix = NodeFix(arg.value, pick_device_type(self.ctx),
                           "Replace with `pick_device().type`", helpers=("pick_device",))
         self.report(arg if arg.keyword is not None else arg.value, _LITERAL_MESSAGE, fix=fix)
@@ -192,7 +192,7 @@ class CudaOnlyMixedPrecision(PythonRule):
         applicability = self._applicability(api)
         if applicability is None or api.portable is None:
             return None
-        if not references.can_call_helper(self.ctx, "pick_device"):
+        if not self.ctx.helper_available("pick_device"):
             return None
         args = _portable_args(call.args, api, pick_device_type(self.ctx))
         if args is None:

@@ -148,7 +148,7 @@ class PortableCudaCall(PythonRule):
             return None
         if isinstance(use.node, cst.Name):
             fix = helper_imports.import_fix(self.ctx, use.node.value)
-        elif references.can_call_helper(self.ctx, helper):
+        elif self.ctx.helper_available(helper):
             fix = NodeFix(use.node, cst.Name(helper), f"Replace with `{helper}()`",
                           helpers=(helper,))
         elif self._imported_from_torch_cuda(helper):
@@ -167,4 +167,4 @@ class PortableCudaCall(PythonRule):
         bound = self.ctx.aliases.get(helper)
         api = cuda_api_table.lookup(bound) if bound else None
         return api is not None and api.helper == helper and \
-            not references.bound_in_function(self.ctx, helper)
+            not self.ctx.bound_locally(helper)

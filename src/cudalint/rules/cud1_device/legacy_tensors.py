@@ -173,8 +173,7 @@ class LegacyCudaTensorType(PythonRule):
         receiver = self.ctx.qualname(func.value)
         if api.dtype is None or (receiver or "").startswith("torch"):
             return None
-        if call_args.has_star(call.args) or not references.can_call_helper(self.ctx,
-                                                                           "pick_device"):
+        if call_args.has_star(call.args) or not self.ctx.helper_available("pick_device"):
             return None
         dtype, imports = self.ctx.torch_attr(api.dtype)
         rest = [a for a in call.args if a.value is not node]
@@ -187,7 +186,7 @@ class LegacyCudaTensorType(PythonRule):
 
     # -- torch.cuda.FloatTensor(...) -----------------------------------------------------
     def _constructor_fix(self, call: cst.Call, api: CudaApi) -> NodeFix | None:
-        if api.dtype is None or not references.can_call_helper(self.ctx, "pick_device"):
+        if api.dtype is None or not self.ctx.helper_available("pick_device"):
             return None
         shape = _factory(call.args)
         if shape is None:
