@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.context import PythonContext
+from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.device_choice import inside_choice
 from cudalint.rules.cud1_device.device_strings import (
@@ -18,10 +20,9 @@ from cudalint.rules.cud1_device.prose import in_prose
 
 _STR_KEYWORDS = frozenset({"device", "map_location"})  # keyword arguments that take a device
 _DICT_KEYS = frozenset({"device", "map_location"})  # kwargs dicts passed on with **
-_Scope = tuple[int, str]
 
 
-class HardcodedCudaDevice(PythonRule):
+class HardcodedCudaDevice(TracksAssignments):
     """
     ## What it does
     Finds CUDA device strings: any `"cuda:<index>"` literal (`"cuda:0"`, `f"cuda:{rank}"`,
@@ -154,12 +155,9 @@ class HardcodedCudaDevice(PythonRule):
         ),
     )
 
-    def __init__(self, ctx: object) -> None:
-        super().__init__(ctx)  # type: ignore[arg-type]
+    def __init__(self, ctx: PythonContext) -> None:
+        super().__init__(ctx)
         self.reported: set[int] = set()
-        # A bare "cuda" assigned to a plain variable waits here until the variable reaches a
-        # device argument.
-        self.pending: dict[_Scope, DeviceString] = {}
 
     # -- candidates -------------------------------------------------------------------------
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -175,11 +173,6 @@ class HardcodedCudaDevice(PythonRule):
         self._candidate(node)
         self._variables_reaching(node)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                self.pending.pop(self._scope(target.target.value), None)
-
     def _candidate(self, node: cst.BaseExpression) -> None:
         device = parse_device_string(node)
         if device is None or inside_choice(self.ctx) or in_prose(self.ctx):
@@ -188,11 +181,8 @@ class HardcodedCudaDevice(PythonRule):
             return
         if not device.bare:
             self._report(device, as_device=False)
-            return
-        parent = self.ctx.parent()
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 \
-                and isinstance(parent.targets[0].target, cst.Name):
-            self.pending[self._scope(parent.targets[0].target.value)] = device
+        # A bare "cuda" in a plain variable is reported when the variable reaches a device
+        # argument (_variables_reaching).
 
     def _report_use(self, device: DeviceString) -> bool:
         """Report `device` if it is used as a device right where it stands."""
@@ -229,10 +219,12 @@ class HardcodedCudaDevice(PythonRule):
             keyword = arg.keyword.value if arg.keyword is not None else None
             sink = keyword in _STR_KEYWORDS or (keyword is None and (
                 _is_device_sink(name, call, arg) or name == "torch.device"))
-            if sink and isinstance(arg.value, cst.Name):
-                device = self.pending.get(self._scope(arg.value.value))
-                if device is not None:
-                    self._report(device, as_device=False)
+            if not sink or not isinstance(arg.value, cst.Name):
+                continue
+            value, binding = self.resolve(arg.value)
+            device = parse_device_string(value) if binding is not None else None
+            if device is not None:
+                self._report(device, as_device=False)
 
     # -- reporting --------------------------------------------------------------------------
     def _report(
@@ -257,9 +249,6 @@ class HardcodedCudaDevice(PythonRule):
         self.report(device.node, f"Hard-coded CUDA device {shown}", fix=fix)
         return True
 
-    def _scope(self, name: str) -> _Scope:
-        function = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)), None)
-        return (id(function), name)
 
 
 def _is_device_sink(name: str | None, call: cst.Call, arg: cst.Arg) -> bool:

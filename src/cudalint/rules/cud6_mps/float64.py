@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
 from cudalint.rules.cud1_device import args as call_args
 from cudalint.rules.cud6_mps import dtypes
-from cudalint.rules.cud6_mps.assignments import TracksAssignments
 from cudalint.rules.cud6_mps.placement import Placement, is_off_cpu, placement
 
 _DEFAULT_DTYPE_SETTERS = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})

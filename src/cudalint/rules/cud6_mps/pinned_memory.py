@@ -8,8 +8,8 @@ import libcst as cst
 
 from cudalint.engine.context import PythonContext
 from cudalint.finding import Severity
+from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
-from cudalint.rules.cud6_mps.assignments import TracksAssignments
 
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _LOADER_MESSAGE = (

@@ -8,8 +8,8 @@ import libcst as cst
 
 from cudalint.engine import guards
 from cudalint.finding import Severity
+from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
-from cudalint.rules.cud6_mps.assignments import TracksAssignments
 
 _DATA_PARALLEL = frozenset(
     {

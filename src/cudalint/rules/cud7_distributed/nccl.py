@@ -9,9 +9,9 @@ import libcst as cst
 
 from cudalint.engine import guards
 from cudalint.finding import Applicability
+from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid, NodeFix
 from cudalint.rules.cud1_device import args as call_args
-from cudalint.rules.cud6_mps.assignments import TracksAssignments
 
 # `get_default_backend_for_device` came in torch 2.6, but it only knows MPS (-> gloo) since
 # 2.8 (pytorch#149538); on 2.6/2.7 it raises ValueError for an MPS device.
