@@ -6,15 +6,18 @@ instead of using LibCST's QualifiedNameProvider, which costs about ten times the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import libcst as cst
 
 from cudalint.engine import guards
 from cudalint.engine.bindings import bound_names
 from cudalint.rules.base import Report
+
+T = TypeVar("T")
 
 # The helper functions a fix may call, all defined beside pick_device in the helper module.
 HELPER_MODULE_DEFAULT = "cudalint.device"
@@ -40,6 +43,7 @@ class PythonContext:
     aliases: dict[str, str | None] = field(default_factory=dict)
     stack: list[cst.CSTNode] = field(default_factory=list)
     _guards: list[bool] = field(default_factory=list)
+    _shared: dict[str, tuple[cst.CSTNode, object]] = field(default_factory=dict)
     _function_depth: int = 0
     _main_block_depth: int = 0
 
@@ -93,6 +97,16 @@ class PythonContext:
 
     def helper_call(self, name: str, args: Sequence[cst.Arg] = ()) -> cst.Call:
         return cst.Call(func=cst.Name(name), args=list(args))
+
+    def shared(self, key: str, node: cst.CSTNode, compute: Callable[[], T]) -> T:
+        """A fact about `node` that several rules need, computed once: the rules visiting a
+        node run one after the other, so remembering the last node per key is enough."""
+        cached = self._shared.get(key)
+        if cached is not None and cached[0] is node:
+            return cached[1]  # type: ignore[return-value]
+        value = compute()
+        self._shared[key] = (node, value)
+        return value
 
     # -- where we are ----------------------------------------------------------------------
     def is_guarded(self) -> bool:

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 import libcst as cst
 
 from cudalint.finding import Applicability, Severity
-from cudalint.rules.base import Invalid, NodeFix, PythonRule
+from cudalint.rules.base import Invalid, NodeFix
 from cudalint.rules.cud1_device import args as call_args
-from cudalint.rules.cud1_device import cuda_api_table, references
+from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import keyword_arg, pick_device_type
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi, DeviceTypeArgument
-from cudalint.rules.cud1_device.references import ApiUse
+from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
 
 _LITERAL_MESSAGE = (
     '`"cuda"` as the mixed-precision device type turns autocast and gradient scaling off on a '
@@ -20,7 +20,7 @@ _LITERAL_MESSAGE = (
 )
 
 
-class CudaOnlyMixedPrecision(PythonRule):
+class CudaOnlyMixedPrecision(ApiUseRule):
     """
     ## What it does
     Finds CUDA-only mixed precision: `torch.cuda.amp.autocast(...)` (called, in `with`, as a
@@ -150,12 +150,6 @@ class CudaOnlyMixedPrecision(PythonRule):
         Invalid("import torch\nwith torch.cuda.amp.autocast(*flags):\n    pass\n"),
     )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._check(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._check(node)
-
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         where = cuda_api_table.device_type_argument(name) if name else None
@@ -171,9 +165,9 @@ class CudaOnlyMixedPrecision(PythonRule):
         self.report(arg if arg.keyword is not None else arg.value, _LITERAL_MESSAGE, fix=fix)
 
     # -- torch.cuda.amp.* ----------------------------------------------------------------
-    def _check(self, node: cst.Name | cst.Attribute) -> None:
-        use = references.api_use(self.ctx, node)
-        if use is None or use.api.code != self.code or use.api.portable is None:
+    def check_use(self, use: ApiUse) -> None:
+        node = use.node
+        if use.api.code != self.code or use.api.portable is None:
             return
         message = use.api.message_for(use.name)
         if use.call is not None:

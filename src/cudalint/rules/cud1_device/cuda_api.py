@@ -5,13 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, NodeFix, PythonRule
-from cudalint.rules.cud1_device import cuda_api_table, helper_imports, references
+from cudalint.rules.base import Invalid, NodeFix
+from cudalint.rules.cud1_device import cuda_api_table, helper_imports
 from cudalint.rules.cud1_device.cuda_api_fixes import fits
-from cudalint.rules.cud1_device.references import ApiUse
+from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
 
 
-class PortableCudaCall(PythonRule):
+class PortableCudaCall(ApiUseRule):
     """
     ## What it does
     Finds `torch.cuda` calls that have a portable function in the helper module: the ones
@@ -129,17 +129,10 @@ class PortableCudaCall(PythonRule):
                 count=2),
     )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._check(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._check(node)
-
-    def _check(self, node: cst.Name | cst.Attribute) -> None:
-        use = references.api_use(self.ctx, node)
-        if use is None or use.api.code != self.code:
+    def check_use(self, use: ApiUse) -> None:
+        if use.api.code != self.code:
             return
-        self.report(use.call or node, use.api.message_for(use.name),
+        self.report(use.call or use.node, use.api.message_for(use.name),
                     severity=use.api.severity, fix=self._fix(use))
 
     def _fix(self, use: ApiUse) -> NodeFix | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, PythonRule
-from cudalint.rules.cud1_device import references
+from cudalint.rules.base import Invalid
+from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
 
 # Calls that only show a value: passing `torch.version.cuda` to them never fails.
 _SHOWING_CALLS = frozenset(
@@ -15,7 +15,7 @@ _SHOWING_CALLS = frozenset(
 )
 
 
-class CudaOnlyApi(PythonRule):
+class CudaOnlyApi(ApiUseRule):
     """
     ## What it does
     Finds torch APIs that exist only for CUDA and have no portable replacement: CUDA graphs
@@ -87,19 +87,12 @@ class CudaOnlyApi(PythonRule):
                 "torch.cuda.get_device_capability()\n"),
     )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._check(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._check(node)
-
-    def _check(self, node: cst.Name | cst.Attribute) -> None:
-        use = references.api_use(self.ctx, node)
-        if use is None or use.api.code != self.code:
+    def check_use(self, use: ApiUse) -> None:
+        if use.api.code != self.code:
             return
         if use.api.off_cuda == "returns-none" and self._only_tested_or_shown():
             return
-        self.report(use.call or node, use.api.message_for(use.name), severity=use.api.severity)
+        self.report(use.call or use.node, use.api.message_for(use.name), severity=use.api.severity)
 
     def _only_tested_or_shown(self) -> bool:
         """The value is only tested (`if torch.version.cuda:`, `is None`, `==`) or shown

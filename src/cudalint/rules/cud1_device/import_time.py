@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import libcst as cst
-
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, PythonRule
+from cudalint.rules.base import Invalid
 from cudalint.rules.cud1_device import references
+from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
 
 _FAMILY = "CUD1"  # calls owned by other families (torch.cuda.jiterator: CUD303) stay theirs
 
 
-class ImportTimeCudaCall(PythonRule):
+class ImportTimeCudaCall(ApiUseRule):
     """
     ## What it does
     Finds calls that raise without CUDA (`torch.cuda.get_device_capability()`,
@@ -73,15 +72,8 @@ class ImportTimeCudaCall(PythonRule):
         Invalid("import torch\nx = torch.cuda.FloatTensor(3)\n"),
     )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._check(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._check(node)
-
-    def _check(self, node: cst.Name | cst.Attribute) -> None:
-        use = references.api_use(self.ctx, node)
-        if use is None or use.call is None or not use.api.raises:
+    def check_use(self, use: ApiUse) -> None:
+        if use.call is None or not use.api.raises:
             return
         if use.api.code is None or not use.api.code.startswith(_FAMILY):
             return

@@ -7,18 +7,19 @@ from collections.abc import Sequence
 import libcst as cst
 
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, NodeFix, PythonRule
+from cudalint.rules.base import Invalid, NodeFix
 from cudalint.rules.cud1_device import args as call_args
-from cudalint.rules.cud1_device import cuda_api_table, references
+from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import keyword_arg, pick_device, unique
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi
+from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
 
 _TYPE_KEYWORDS = ("dtype", "dst_type")  # Tensor.type(dtype=...), Module.type(dst_type=...)
 _NUMBERS = (cst.Integer, cst.Float)
 _SET_DEFAULT_TYPE = "torch.set_default_tensor_type"
 
 
-class LegacyCudaTensorType(PythonRule):
+class LegacyCudaTensorType(ApiUseRule):
     """
     ## What it does
     Finds the legacy CUDA tensor types `torch.cuda.FloatTensor`, `DoubleTensor`, `HalfTensor`,
@@ -115,12 +116,6 @@ class LegacyCudaTensorType(PythonRule):
         Invalid("import torch\ntorch.set_default_tensor_type(torch.cuda.HalfTensor)\n"),
     )
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._check(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self._check(node)
-
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         """`x.type("torch.cuda.FloatTensor")`, `torch.set_default_tensor_type("...")`."""
         value = node.evaluated_value
@@ -141,9 +136,9 @@ class LegacyCudaTensorType(PythonRule):
         return isinstance(arg, cst.Arg) and isinstance(call, cst.Call) \
             and self.ctx.call_name(call) == _SET_DEFAULT_TYPE
 
-    def _check(self, node: cst.Name | cst.Attribute) -> None:
-        use = references.api_use(self.ctx, node)
-        if use is None or use.api.code != self.code:
+    def check_use(self, use: ApiUse) -> None:
+        node = use.node
+        if use.api.code != self.code:
             return
         message = use.api.message_for(use.name)
         call = self._type_call(node)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine import guards
+from cudalint.rules.base import PythonRule
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi
 
@@ -42,6 +43,25 @@ def api_use(ctx: PythonContext, node: cst.Name | cst.Attribute) -> ApiUse | None
     parent = ctx.parent()
     call = parent if isinstance(parent, cst.Call) and parent.func is node else None
     return ApiUse(name, api, node, call)
+
+
+class ApiUseRule(PythonRule):
+    """A rule about uses of the torch.cuda API table (CUD104-CUD107, CUD109, CUD110): each
+    Name and Attribute is looked up once for all of them, and `check_use` gets the uses."""
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._dispatch(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._dispatch(node)
+
+    def _dispatch(self, node: cst.Name | cst.Attribute) -> None:
+        use = self.ctx.shared("api_use", node, lambda: api_use(self.ctx, node))
+        if use is not None:
+            self.check_use(use)
+
+    def check_use(self, use: ApiUse) -> None:
+        raise NotImplementedError
 
 
 def whole_reference(ctx: PythonContext, node: cst.Name | cst.Attribute) -> str | None:
