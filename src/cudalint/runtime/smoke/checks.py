@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,28 @@ def _largest(differences: list[Difference]) -> str:
     return f"largest abs diff {worst.max_abs:.3g} ({worst.path})"
 
 
+@dataclass(frozen=True)
+class RunFailure:
+    """Why a second run of the target gave nothing to compare."""
+
+    crashed: bool
+    detail: str
+
+    def after(self, subject: str) -> str:
+        return f"{subject} crashed: {self.detail}" if self.crashed else f"{subject}: {self.detail}"
+
+
+def rerun(target: Target, device: torch.device) -> list[Leaf] | RunFailure:
+    """Run the target again (a repeat, the CPU reference): its output leaves, or why none."""
+    outcome = run_target(target, device)
+    if outcome.crash is not None:
+        return RunFailure(True, outcome.crash.summary())
+    try:
+        return flatten(outcome.output)
+    except UnsupportedOutput as exc:
+        return RunFailure(False, str(exc))
+
+
 def determinism_check(target: Target, device: torch.device, first: list[Leaf], repeats: int,
                       tolerance: Tolerance) -> Check:
     """Run again with the same seed: identical (pass), close (warn) or different (fail)."""
@@ -68,14 +91,9 @@ def determinism_check(target: Target, device: torch.device, first: list[Leaf], r
                      "pass --repeat N to run the target again with the same seed")
     inexact: list[Difference] = []
     for run in range(1, repeats + 1):
-        outcome = run_target(target, device)
-        if outcome.crash is not None:
-            return Check("determinism", Status.FAIL,
-                         f"repeat {run} crashed: {outcome.crash.summary()}")
-        try:
-            leaves = flatten(outcome.output)
-        except UnsupportedOutput as exc:
-            return Check("determinism", Status.FAIL, f"repeat {run}: {exc}")
+        leaves = rerun(target, device)
+        if isinstance(leaves, RunFailure):
+            return Check("determinism", Status.FAIL, leaves.after(f"repeat {run}"))
         if far := compare_outputs(leaves, first, tolerance):
             return Check("determinism", Status.FAIL,
                          f"repeat {run} with the same seed differs: {summarize(far)}")

@@ -171,14 +171,9 @@ def _compare(target: Target, leaves: list[Leaf], options: SmokeOptions) -> Check
         return Check("compare", Status.SKIPPED,
                      "the target ran on cpu, the default reference; pass --reference PATH "
                      "to compare with outputs saved on another machine")
-    outcome = run_target(target, torch.device("cpu"))
-    if outcome.crash is not None:
-        return Check("compare", Status.FAIL,
-                     f"the reference run on cpu crashed: {outcome.crash.summary()}")
-    try:
-        expected = flatten(outcome.output)
-    except UnsupportedOutput as exc:
-        return Check("compare", Status.FAIL, f"the reference run on cpu: {exc}")
+    expected = checks.rerun(target, torch.device("cpu"))
+    if isinstance(expected, checks.RunFailure):
+        return Check("compare", Status.FAIL, expected.after("the reference run on cpu"))
     return checks.reference_check(leaves, expected, options.tolerance, "the same run on cpu")
 
 
