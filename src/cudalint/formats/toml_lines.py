@@ -14,27 +14,22 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from cudalint.formats import FormatError
+
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _AT = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
-@dataclass(frozen=True)
-class TomlError:
-    message: str
-    row: int = 1
-    column: int = 1
-
-
 @lru_cache(maxsize=8)
-def load(text: str) -> dict[str, Any] | TomlError:
+def load(text: str) -> dict[str, Any] | FormatError:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         found = _AT.search(str(error))
         row, column = (int(found.group(1)), int(found.group(2))) if found else (1, 1)
-        return TomlError(f"invalid TOML: {_AT.sub('', str(error)).strip()}", row, column)
+        return FormatError(f"invalid TOML: {_AT.sub('', str(error)).strip()}", row, column)
     except RecursionError:
-        return TomlError("invalid TOML: nested too deeply")
+        return FormatError("invalid TOML: nested too deeply")
 
 
 @dataclass

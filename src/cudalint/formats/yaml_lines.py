@@ -5,7 +5,6 @@ Only the shape is read: no tags are constructed, so nothing in the file runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import yaml
@@ -13,23 +12,15 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from cudalint.engine.python import error_finding
 from cudalint.finding import Finding
+from cudalint.formats import FormatError
 from cudalint.formats.shell import Segment
 from cudalint.kinds import SourceFile
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@dataclass(frozen=True)
-class YamlError:
-    """Why a file is not YAML, and where (1-based)."""
-
-    message: str
-    row: int = 1
-    column: int = 1
-
-
 @lru_cache(maxsize=16)
-def documents(text: str) -> tuple[Node, ...] | YamlError:
+def documents(text: str) -> tuple[Node, ...] | FormatError:
     """The file's documents (a compose file may hold several), or why it could not be read."""
     try:
         return tuple(node for node in yaml.compose_all(text, Loader=_Loader) if node is not None)
@@ -37,16 +28,16 @@ def documents(text: str) -> tuple[Node, ...] | YamlError:
         mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         if mark is None:
-            return YamlError(f"invalid YAML: {problem}")
-        return YamlError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1)
+            return FormatError(f"invalid YAML: {problem}")
+        return FormatError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1)
     except RecursionError:
-        return YamlError("invalid YAML: nested too deeply")
+        return FormatError("invalid YAML: nested too deeply")
 
 
 def read(source: SourceFile) -> tuple[Node, ...] | Finding:
     """A YAML file's documents, or the error line saying why it is not YAML."""
     parsed = documents(source.text or "")
-    if isinstance(parsed, YamlError):
+    if isinstance(parsed, FormatError):
         return error_finding(source.path, parsed.message, parsed.row, parsed.column)
     return parsed
 

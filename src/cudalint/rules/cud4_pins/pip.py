@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from cudalint.engine.python import error_finding
 from cudalint.finding import Finding
-from cudalint.formats import dockerfile, scripts
+from cudalint.formats import FormatError, dockerfile, scripts
 from cudalint.formats.installers import pip_install
 from cudalint.formats.requirements import Line, read_lines
 from cudalint.formats.shell import Command, Word, assigned, program
@@ -183,7 +183,7 @@ class PipCudaPin(FileRule):
         read = (project_files.pyproject if source.kind is FileKind.PYPROJECT
                 else project_files.setup_cfg)
         for item in read(source.text or ""):
-            if isinstance(item, project_files.FileError):
+            if isinstance(item, FormatError):
                 yield error_finding(source.path, item.message, item.row, item.column)
             else:
                 yield finding(self, source, (item.row, item.column), item.problem,

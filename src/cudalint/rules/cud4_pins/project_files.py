@@ -9,7 +9,7 @@ from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
 
-from cudalint.formats import toml_lines
+from cudalint.formats import FormatError, toml_lines
 from cudalint.formats.requirements import excluded_on_macos
 from cudalint.rules.cud4_pins.cuda_pins import (
     Problem,
@@ -31,17 +31,10 @@ class Located:
     guarded: bool = False  # an optional extra or dependency group
 
 
-@dataclass(frozen=True)
-class FileError:
-    message: str
-    row: int
-    column: int
-
-
-def pyproject(text: str) -> Iterator[Located | FileError]:
+def pyproject(text: str) -> Iterator[Located | FormatError]:
     document = toml_lines.load(text)
-    if isinstance(document, toml_lines.TomlError):
-        yield FileError(document.message, document.row, document.column)
+    if isinstance(document, FormatError):
+        yield document
         return
     locate = toml_lines.Locator(text.splitlines())
     project = _table(document.get("project"))
