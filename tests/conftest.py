@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -12,3 +14,14 @@ os.environ.pop("CUDALINT_DEVICE", None)
 def chdir_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A copy of the bundled demo project (fixtures/demo), free to fix and run."""
+    copy = tmp_path / "demo"
+    shutil.copytree(DEMO, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pt"))
+    return copy

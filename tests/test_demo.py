@@ -6,23 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from cudalint.cli import main
-
-DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo"
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    target = tmp_path / "demo"
-    shutil.copytree(DEMO, target, ignore=shutil.ignore_patterns("__pycache__", "*.pt"))
-    return target
 
 
 def _train(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -60,7 +48,8 @@ def test_demo_fails_before_fix_and_trains_after(demo, capsys):
 
 
 
-REFERENCE = DEMO / "references" / "train_step_h200_cuda.safetensors"
+REFERENCE = (Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "references"
+             / "train_step_h200_cuda.safetensors")
 
 
 def test_fixed_demo_matches_the_reference_saved_on_a_cuda_server(demo, capsys):

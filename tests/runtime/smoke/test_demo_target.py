@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -10,15 +9,6 @@ import pytest
 from cudalint.cli import main as cudalint_main
 
 from .helpers import check
-
-DEMO = Path(__file__).resolve().parents[3] / "fixtures" / "demo"
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    copy = tmp_path / "demo"
-    shutil.copytree(DEMO, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pt"))
-    return copy
 
 
 def test_smoke_proves_the_fix(smoke, demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
