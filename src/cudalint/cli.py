@@ -59,7 +59,10 @@ def _check_parser() -> argparse.ArgumentParser:
 
 
 def _codes(text: str) -> list[str]:
-    return [code.strip().upper() for code in text.split(",") if code.strip()]
+    codes = [code.strip().upper() for code in text.split(",") if code.strip()]
+    if not codes:  # `--select ""` would silently check nothing
+        raise argparse.ArgumentTypeError("no rule codes given")
+    return codes
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from cudalint.engine.context import HELPER_MODULE_DEFAULT
+from cudalint.engine.reader import DEFAULT_MAX_FILE_SIZE
 from cudalint.mps_ops.coverage import installed_torch_version
 
 DEFAULT_TARGET_TORCH = "2.6"
@@ -28,6 +29,7 @@ _KEYS = frozenset(
     {
         "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
         "exclude-kinds", "helper", "target-torch", "known-first-party", "respect-gitignore",
+        "max-file-size",
     }
 )
 
@@ -51,6 +53,7 @@ class Config:
     target_torch: str = ""
     known_first_party: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped, with a line
 
     def __post_init__(self) -> None:
         if not self.target_torch:
@@ -110,7 +113,7 @@ def _from_table(table: Mapping[str, Any], path: Path) -> Config:
     for key, value in table.items():
         attribute = key.replace("-", "_")
         expected = type(getattr(config, attribute))
-        if not isinstance(value, expected):
+        if not isinstance(value, expected) or isinstance(value, bool) is not (expected is bool):
             raise ConfigError(f"{path}: [tool.cudalint] {key} must be a {expected.__name__}")
         if key == "exclude":
             value = [*value]
@@ -120,11 +123,38 @@ def _from_table(table: Mapping[str, Any], path: Path) -> Config:
 
 
 def _validate(config: Config, path: Path) -> None:
-    for name, codes in [("select", config.select), ("ignore", config.ignore)]:
-        _require_strings(codes, f"{path}: [tool.cudalint] {name}")
+    """Every value, so that a bad one stops every command before any file is read or written."""
+    where = f"{path}: [tool.cudalint]"
+    for name in ("select", "ignore", "extend-select", "exclude", "extend-exclude",
+                 "exclude-kinds", "known-first-party"):
+        _require_strings(getattr(config, name.replace("-", "_")), f"{where} {name}")
     for pattern, codes in config.per_file_ignores.items():
-        _require_strings(codes, f"{path}: [tool.cudalint] per-file-ignores {pattern!r}")
-    parse_version(config.target_torch)
+        if not isinstance(codes, list):
+            raise ConfigError(f"{where} per-file-ignores {pattern!r} must be a list of strings")
+        _require_strings(codes, f"{where} per-file-ignores {pattern!r}")
+    try:
+        parse_version(config.target_torch)
+    except ConfigError as error:
+        raise ConfigError(f"{where} {error}") from None
+    if not _MODULE.fullmatch(config.helper):
+        raise ConfigError(f"{where} helper: {config.helper!r} is not a module name such as "
+                          f"{HELPER_MODULE_DEFAULT!r}")
+    if config.max_file_size <= 0:
+        raise ConfigError(f"{where} max-file-size must be a positive number of bytes")
+    _require_known_selectors(config, where)
+
+
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def _require_known_selectors(config: Config, where: str) -> None:
+    from cudalint import rules  # the rules import the engine, which imports this module
+
+    codes = [*config.select, *config.ignore, *config.extend_select,
+             *(code for codes in config.per_file_ignores.values() for code in codes)]
+    unknown = next((code for code in codes if not rules.is_known_selector(code)), None)
+    if unknown is not None:
+        raise ConfigError(f"{where} unknown rule selector {unknown!r} (see `cudalint rule --all`)")
 
 
 def _require_strings(values: Sequence[object], where: str) -> None:

@@ -1,4 +1,9 @@
-"""Which files a run checks: directories recursively, minus excludes and .gitignore."""
+"""Which files a run checks: directories recursively, minus excludes and .gitignore.
+
+A symbolic link to a file stands for that file when it lies inside the tree checked (the folder
+given, or the project for a file named explicitly), so that a fix writes the file itself, never
+through a link; a link out of the tree is not followed (os.walk follows no linked folder
+either). A folder that cannot be read is an error line of its own."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from pathlib import Path
 import pathspec
 
 from cudalint.config import Config
+from cudalint.engine.reader import read_text
 from cudalint.kinds import FileKind, classify
 
 
@@ -17,29 +23,49 @@ class MissingPathError(Exception):
 
 
 def discover(
-    paths: Sequence[Path], config: Config, *, force_exclude: bool = False
+    paths: Sequence[Path],
+    config: Config,
+    *,
+    force_exclude: bool = False,
+    errors: list[tuple[Path, str]] | None = None,
 ) -> list[tuple[Path, FileKind]]:
     """Files to check with their kinds, sorted. A file named explicitly is checked even when
     an exclude pattern matches it, unless `force_exclude` (as ruff's --force-exclude, which
-    pre-commit hooks use since they pass every file explicitly)."""
+    pre-commit hooks use since they pass every file explicitly). What cannot be walked is
+    added to `errors` with the reason."""
+    errors = [] if errors is None else errors
     excluded_kinds = {kind.lower() for kind in config.exclude_kinds}
     exclude = pathspec.GitIgnoreSpec.from_lines([*config.exclude, *config.extend_exclude])
     found: dict[Path, FileKind] = {}
     for path in paths:
         if not path.exists():
             raise MissingPathError(f"{path}: no such file or directory")
-        if path.is_file():
-            kind = classify(path) or _explicit_kind(path)
-            if kind is not None and kind.value not in excluded_kinds and not (
-                force_exclude and _skipped(path.resolve(), False, config, exclude, [])
-            ):
-                found[path] = kind
+        if path.is_dir():
+            for file in _walk(path.resolve(), config, exclude, errors):
+                kind = classify(file)
+                if kind is not None and kind.value not in excluded_kinds:
+                    found[file] = kind
             continue
-        for file in _walk(path.resolve(), config, exclude):
-            kind = classify(file)
-            if kind is not None and kind.value not in excluded_kinds:
-                found[file] = kind
+        named = _named_file(path, config.root, errors)
+        kind = None if named is None else classify(named) or _explicit_kind(named)
+        if named is None or kind is None or kind.value in excluded_kinds:
+            continue
+        if not (force_exclude and _skipped(named.resolve(), False, config, exclude, [])):
+            found[named] = kind
     return sorted(found.items())
+
+
+def _named_file(path: Path, root: Path, errors: list[tuple[Path, str]]) -> Path | None:
+    """A path named on the command line that is not a folder: the file to check, or None
+    with the reason in `errors`."""
+    if not path.is_file():
+        errors.append((path, "not a regular file or folder; skipped"))
+        return None
+    target = _followed(path, root)
+    if target is None:
+        errors.append((path, "a symbolic link to a file outside the project; skipped"))
+        return None
+    return target
 
 
 def _explicit_kind(path: Path) -> FileKind | None:
@@ -61,9 +87,16 @@ def _explicit_kind(path: Path) -> FileKind | None:
     return None
 
 
-def _walk(top: Path, config: Config, exclude: pathspec.PathSpec) -> Iterator[Path]:
+def _walk(
+    top: Path, config: Config, exclude: pathspec.PathSpec, errors: list[tuple[Path, str]]
+) -> Iterator[Path]:
     ignores: list[tuple[Path, pathspec.PathSpec]] = []
-    for folder, dirs, files in os.walk(top):
+
+    def unreadable(error: OSError) -> None:
+        folder = Path(error.filename or top)
+        errors.append((folder, f"cannot read the folder: {error.strerror}; skipped"))
+
+    for folder, dirs, files in os.walk(top, onerror=unreadable):
         here = Path(folder)
         if config.respect_gitignore:
             ignores = [(base, spec) for base, spec in ignores if _is_within(here, base)]
@@ -75,8 +108,11 @@ def _walk(top: Path, config: Config, exclude: pathspec.PathSpec) -> Iterator[Pat
         )
         for name in sorted(files):
             file = here / name
-            if not _skipped(file, False, config, exclude, ignores):
-                yield file
+            if _skipped(file, False, config, exclude, ignores):
+                continue
+            target = _followed(file, top)
+            if target is not None:
+                yield target
 
 
 def _skipped(
@@ -95,19 +131,26 @@ def _skipped(
 
 
 def _gitignore(folder: Path) -> pathspec.PathSpec | None:
-    file = folder / ".gitignore"
-    if not file.is_file():
-        return None
-    try:
-        return pathspec.GitIgnoreSpec.from_lines(file.read_text(encoding="utf-8").splitlines())
-    except (OSError, UnicodeDecodeError):
-        return None
+    text = read_text(folder / ".gitignore")
+    return None if text is None else pathspec.GitIgnoreSpec.from_lines(text.splitlines())
 
 
 def _relative(path: Path, base: Path) -> str:
     """`path` relative to `base` (both absolute), or the path itself when outside it."""
     text, prefix = str(path), str(base) + os.sep
     return text[len(prefix) :].replace(os.sep, "/") if text.startswith(prefix) else path.as_posix()
+
+
+def _followed(file: Path, top: Path) -> Path | None:
+    """The file, or the file a symbolic link names when it lies inside `top`; else None.
+    A link that leads nowhere stays itself, to be reported as unreadable."""
+    try:
+        if not file.is_symlink():
+            return file
+        target = file.resolve(strict=True)
+    except (OSError, RuntimeError):  # a dangling link, a loop of links, an unreadable folder
+        return file
+    return target if _is_within(target, top) else None
 
 
 def _is_within(path: Path, base: Path) -> bool:

@@ -33,7 +33,10 @@ CASES = {
     "notebook-list": ("nb.ipynb", "[1, 2]"),
     "notebook-deep": ("nb.ipynb", "[" * 100_000),
     "notebook-odd-cells": ("nb.ipynb", json.dumps({"cells": [
-        3, {"cell_type": "code", "source": 5}, {"cell_type": "code", "source": ["!", "%"]},
+        3, {"cell_type": "code", "source": 5}, {"cell_type": "code", "source": ["!", "%"]}]})),
+    "notebook-non-string-line": ("nb.ipynb", json.dumps({"cells": [
+        {"cell_type": "code", "source": ["x = 1\n", 7, None]}]})),
+    "notebook-syntax-error": ("nb.ipynb", json.dumps({"cells": [
         {"cell_type": "code", "source": "def f(:\n    !ls\n"}]})),
     "cmake-unclosed": ("CMakeLists.txt", 'project(x "CUDA\n'),
     "shell-unclosed": ("run.sh", "echo \"$(ls\nexport X='\n"),

@@ -45,4 +45,4 @@ def test_a_failing_rule_is_an_error_line_and_duplicates_collapse():
 
     found = run_file_rules([_Broken(), _Twice()], source)
     assert [f.message for f in found] == [
-        "CUD999 could not read the file: ValueError: unexpected input", "invalid YAML"]
+        "CUD999 could not read the file (internal error: ValueError)", "invalid YAML"]

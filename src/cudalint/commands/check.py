@@ -12,10 +12,11 @@ from rich.console import Console
 from cudalint import rules
 from cudalint.config import ConfigError, load_config
 from cudalint.discovery import MissingPathError
-from cudalint.engine.runner import FileReport, RunOptions, run, validate_selectors
+from cudalint.engine.runner import FileReport, Interrupted, RunOptions, run
 from cudalint.output import github, json_format, sarif, text
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 _MACHINE = {"json": json_format.render, "github": github.render, "sarif": sarif.render}
 
 
@@ -37,10 +38,11 @@ def run_check(args: argparse.Namespace) -> int:
     )
     try:
         config = load_config(_common_folder(paths), args.config)
-        validate_selectors(config)
         reports = run(paths, config, options)
     except (ConfigError, MissingPathError) as error:
         return _fail(str(error))
+    except Interrupted as stop:
+        return _interrupted(stop.reports)
     _print(reports, args, options)
     if args.diff:  # as ruff: 1 when there is something to fix
         return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
@@ -70,6 +72,15 @@ def _common_folder(paths: list[Path]) -> Path:
     resolved = [p.resolve() for p in paths]
     common = Path(os.path.commonpath(resolved)) if resolved else Path.cwd()
     return common if common.is_dir() else common.parent
+
+
+def _interrupted(reports: list[FileReport]) -> int:
+    """Ctrl-C: which files were written before it; each file is whole, fixed or as it was."""
+    written = [str(report.path) for report in reports if report.written]
+    lines = [f"cudalint: interrupted; {len(written)} file{'s' * (len(written) != 1)} written"
+             + (":" if written else ""), *(f"  {path}" for path in written)]
+    print("\n".join(lines), file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def _fail(message: str) -> int:

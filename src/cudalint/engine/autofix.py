@@ -11,7 +11,7 @@ import libcst as cst
 from cudalint.engine.context import Settings
 from cudalint.engine.fixer import apply_fixes, non_overlapping
 from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import BOM, PythonResult, lint_python
+from cudalint.engine.python import BOM, PythonResult, lint_python, one_line
 from cudalint.finding import Applicability
 from cudalint.rules.base import PythonRule
 
@@ -54,7 +54,11 @@ def fix_python(
         )
         if not chosen or result.module is None:
             break
-        fixed = bom + apply_fixes(result.module, chosen, settings).bytes
+        try:
+            fixed = bom + apply_fixes(result.module, chosen, settings).bytes
+        except ValueError as error:  # LibCST: a form feed in the indentation, and the like
+            raise FixError(f"{path}: cannot apply the fixes ({one_line(error)}); file left as "
+                           "it was") from error
         _check_parses(fixed, path)
         if fixed == current:
             break

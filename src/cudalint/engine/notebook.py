@@ -67,7 +67,11 @@ def check_notebook(job: Job) -> FileReport:
     for index, raw in enumerate(cells, start=1):
         if not isinstance(raw, dict) or raw.get("cell_type") != "code":
             continue
-        cell = read_cell(_source(raw))
+        text_of_cell = _source(raw)
+        if text_of_cell is None:  # a fix would write the cell back without what it cannot read
+            findings.append(replace(error_finding(job.path, _MALFORMED_SOURCE), cell=index))
+            continue
+        cell = read_cell(text_of_cell)
         findings.extend(_shell_findings(job, cell, index))
         if cell.python is None:
             continue
@@ -124,11 +128,15 @@ def _field(metadata: dict[str, Any], table: str, key: str) -> object:
     return value.get(key) if isinstance(value, dict) else None
 
 
-def _source(cell: dict[str, Any]) -> str:
+_MALFORMED_SOURCE = "cell `source` is not text nor a list of strings; cell not checked"
+
+
+def _source(cell: dict[str, Any]) -> str | None:
+    """The cell's text; None when its `source` is neither a string nor a list of strings."""
     source = cell.get("source", "")
-    if isinstance(source, list):
-        return "".join(part for part in source if isinstance(part, str))
-    return source if isinstance(source, str) else ""
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    return source if isinstance(source, str) else None
 
 
 def _as_stored(text: str, original: object) -> str | list[str]:

@@ -14,6 +14,7 @@ else:  # pragma: no cover
 
 from cudalint.config import Config
 from cudalint.engine.context import Settings
+from cudalint.engine.reader import read_text
 from cudalint.engine.setup_py import SetupFacts, read_setup
 
 
@@ -32,23 +33,29 @@ def first_party_packages(root: Path) -> frozenset[str]:
     """Top-level packages of the project's layout: `pkg/__init__.py` and `src/pkg/`."""
     names: set[str] = set()
     for base in (root, root / "src"):
-        if not base.is_dir():
+        try:
+            children = list(base.iterdir()) if base.is_dir() else []
+        except OSError:  # unreadable: the run reports the folder
             continue
-        for child in base.iterdir():
-            if (child / "__init__.py").is_file():
+        for child in children:
+            if _is_package(child):
                 names.add(child.name)
             elif child.suffix == ".py" and base == root / "src":
                 names.add(child.stem)
     return frozenset(names)
 
 
+def _is_package(folder: Path) -> bool:
+    try:
+        return (folder / "__init__.py").is_file()
+    except OSError:
+        return False
+
+
 def setup_facts(root: Path) -> SetupFacts:
     """What the project's setup.py declares (read, never executed)."""
-    try:
-        text = (root / "setup.py").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return SetupFacts()
-    return read_setup(text)
+    text = read_text(root / "setup.py")
+    return SetupFacts() if text is None else read_setup(text)
 
 
 def extension_modules(root: Path) -> frozenset[str]:
@@ -59,8 +66,8 @@ def extension_modules(root: Path) -> frozenset[str]:
 def pyproject_names(root: Path) -> frozenset[str]:
     """The import name of the project's own distribution (`flash-attn` -> `flash_attn`)."""
     try:
-        document = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        document = tomllib.loads(read_text(root / "pyproject.toml") or "")
+    except (tomllib.TOMLDecodeError, RecursionError):
         return frozenset()
     names = [_get(document, "project", "name"), _get(document, "tool", "poetry", "name")]
     return frozenset(re.sub(r"[-.]+", "_", n).lower() for n in names if isinstance(n, str))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import codecs
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,14 +37,61 @@ def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Fi
 
 
 def parse(data: bytes, path: Path) -> cst.Module | Finding:
-    """The module, or an error finding saying why it could not be read."""
+    """The module, or an error finding saying why it could not be read. CPython reads the file
+    first: what it refuses is a syntax error with its own message and position (LibCST would
+    accept some such files, or crash on them), and code nested deeper than LibCST can walk is
+    an error line rather than a RecursionError."""
+    refused = _refused_by_cpython(data, path)
+    if refused is not None:
+        return refused
     try:
         return cst.parse_module(data.removeprefix(BOM))
     except cst.ParserSyntaxError as error:
         return error_finding(path, f"SyntaxError: {error.message}", error.raw_line,
                              error.raw_column + 1)
     except (UnicodeDecodeError, LookupError, SyntaxError) as error:
-        return error_finding(path, f"could not decode the file: {_one_line(error)}")
+        return error_finding(path, f"could not decode the file: {one_line(error)}")
+    except ValueError as error:  # LibCST: a form feed in indentation, and the like
+        return error_finding(path, f"LibCST cannot read this file: {one_line(error)}")
+    except RecursionError:
+        return error_finding(path, TOO_DEEP)
+
+
+# AST depth beyond which LibCST's recursive parser and visitors fail or slow to minutes
+# (199 nested calls, a 5,000-long attribute chain); the deepest file in torch is 43 levels.
+MAX_DEPTH = 120
+TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep; cudalint does not check this file"
+
+
+def _refused_by_cpython(data: bytes, path: Path) -> Finding | None:
+    try:
+        tree = ast.parse(data, filename=str(path))
+    except SyntaxError as error:
+        return error_finding(path, f"SyntaxError: {error.msg}", error.lineno or 1,
+                             max(error.offset or 1, 1))
+    except (ValueError, UnicodeDecodeError, LookupError) as error:
+        return error_finding(path, f"could not decode the file: {one_line(error)}")
+    except (RecursionError, MemoryError):
+        return error_finding(path, TOO_DEEP)
+    return error_finding(path, TOO_DEEP) if _deeper_than(tree, MAX_DEPTH) else None
+
+
+def _null_bytes_reason(data: bytes) -> str:
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "not UTF-8 (UTF-32 text); not checked"
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "not UTF-8 (UTF-16 text); not checked"
+    return "not Python source: it contains null bytes (UTF-16 text or binary); not checked"
+
+
+def _deeper_than(tree: ast.AST, limit: int) -> bool:
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
 
 
 def lint_python(
@@ -56,6 +105,8 @@ def lint_python(
     cell: int | None = None,
 ) -> PythonResult:
     """Findings for one module; the `prefilter` of the enabled rules lets a file skip parsing."""
+    if b"\0" in data:  # UTF-16 text: the pre-filter would skip it silently
+        return PythonResult([error_finding(path, _null_bytes_reason(data))])
     if prefilter is not None and not prefilter.matches(data):
         return PythonResult([])
     parsed = parse(data, path)
@@ -105,5 +156,5 @@ def _finding(report: Report, where: CodeRange, path: Path, cell: int | None) -> 
     return finding.with_guard() if report.guarded else finding
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
     return str(error).splitlines()[0] if str(error) else type(error).__name__

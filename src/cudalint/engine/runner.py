@@ -6,19 +6,19 @@ import difflib
 import fnmatch
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cudalint import rules as registry
-from cudalint.config import Config, ConfigError
+from cudalint.config import Config
 from cudalint.discovery import discover
-from cudalint.engine import noqa, project
+from cudalint.engine import noqa, pool, project
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import error_finding, lint_python
-from cudalint.engine.writer import write_atomic
+from cudalint.engine.reader import DEFAULT_MAX_FILE_SIZE, MAX_BINARY_SIZE, ReadError, read_regular
+from cudalint.engine.writer import WriteError, write_fixed
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind, SourceFile
@@ -36,6 +36,7 @@ class RunOptions:
     select: list[str] | None = None  # override the configuration's
     ignore: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # the configuration's, set by `run`
 
 
 @dataclass
@@ -45,6 +46,7 @@ class FileReport:
     text: str | None = None  # the checked text (after fixing), for source excerpts
     fixed: int = 0  # fixes applied (or, with --diff, that would be)
     diff: str = ""
+    written: bool = False  # the fixed text was written to the file
 
 
 @dataclass
@@ -72,35 +74,52 @@ def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...
     return registry.select([*select, *config.extend_select, *options.extend_select], ignore)
 
 
-def validate_selectors(config: Config) -> None:
-    """Raise ConfigError for a `select`/`ignore` entry that names no rule."""
-    for selector in [*config.select, *config.ignore, *config.extend_select]:
-        if not registry.is_known_selector(selector):
-            raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
-
-
 def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
+    """Every file's report, in path order. Ctrl-C raises `Interrupted` with the reports of the
+    files finished so far (the files written among them)."""
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
+    options = replace(options, max_file_size=config.max_file_size)
+    unreadable: list[tuple[Path, str]] = []
     tasks = [
         (path, kind, rules_for(path, enabled, config), settings, options)
-        for path, kind in discover(paths, config, force_exclude=options.force_exclude)
+        for path, kind in discover(paths, config, force_exclude=options.force_exclude,
+                                   errors=unreadable)
     ]
+    reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
     jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
-    if jobs < 2:
-        return [check_file(*task) for task in tasks]
-    # Each file is checked (and fixed) on its own, so processes share nothing but the results.
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_check_task, tasks, chunksize=8))
+    try:
+        reports += check_all(tasks, jobs)
+    except Interrupted as stop:
+        stop.reports[:0] = reports
+        raise
+    return sorted(reports, key=lambda report: report.path)
 
 
 # Below this many files a second process costs more than it saves.
 _FILES_PER_PROCESS = 16
 
+Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions]
 
-def _check_task(
-    task: tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions],
-) -> FileReport:
+
+class Interrupted(Exception):
+    """Ctrl-C: the reports of the files finished before it (each file is whole: fixed and
+    written, or left as it was)."""
+
+    def __init__(self, reports: list[FileReport]) -> None:
+        super().__init__("interrupted")
+        self.reports = reports
+
+
+def check_all(tasks: Sequence[Task], jobs: int) -> list[FileReport]:
+    """Each file checked on its own (in `jobs` processes), so they share nothing but results."""
+    reports, interrupted = pool.run_all(_check_task, tasks, jobs)
+    if interrupted:
+        raise Interrupted(reports)
+    return reports
+
+
+def _check_task(task: Task) -> FileReport:
     return check_file(*task)
 
 
@@ -114,10 +133,12 @@ def check_file(
 ) -> FileReport:
     """Check one file (from `data` when given: an editor's unsaved buffer)."""
     if data is None:
+        limit = options.max_file_size
         try:
-            data = path.read_bytes()
-        except OSError as error:
-            return FileReport(path, [error_finding(path, f"cannot read: {error.strerror}")])
+            data = read_regular(path, max(limit, MAX_BINARY_SIZE)
+                                if kind is FileKind.SHARED_LIBRARY else limit)
+        except ReadError as error:
+            return FileReport(path, [error_finding(path, str(error))])
     python_rules = tuple(r for r in rules if issubclass(r, PythonRule))
     job = Job(
         path=path,
@@ -129,9 +150,21 @@ def check_file(
         prefilter=Prefilter.for_rules(python_rules, settings),
         options=options,
     )
-    if kind is FileKind.PYTHON:
-        return check_python(job)
-    return CHECKERS.get(kind, check_other)(job)
+    return isolated(CHECKERS.get(kind, check_other), job)
+
+
+def isolated(checker: Checker, job: Job) -> FileReport:
+    """The checker's report, or the error line of a file it failed on: one file never ends
+    the run, and no raw exception text reaches the user."""
+    try:
+        return checker(job)
+    except RecursionError:
+        reason = "too deeply nested for cudalint to check; not checked"
+    except MemoryError:
+        reason = "out of memory while checking this file; not checked"
+    except Exception as error:
+        reason = f"internal error ({type(error).__name__}) while checking this file; not checked"
+    return FileReport(job.path, [error_finding(job.path, reason)])
 
 
 def check_python(job: Job) -> FileReport:
@@ -157,8 +190,20 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
-    else:
-        write_atomic(job.path, fixed)
+        return report
+    try:
+        write_fixed(job.path, fixed, job.data)
+    except WriteError as error:
+        return _not_written(job, str(error))
+    report.written = True
+    return report
+
+
+def _not_written(job: Job, reason: str) -> FileReport:
+    """The findings of the file as it stays, after the error line saying why."""
+    unfixed = replace(job, options=replace(job.options, fix=False, diff=False))
+    report = isolated(CHECKERS.get(job.kind, check_other), unfixed)
+    report.findings.insert(0, error_finding(job.path, reason))
     return report
 
 
@@ -190,8 +235,9 @@ def run_file_rules(rules: Sequence[FileRule], source: SourceFile) -> list[Findin
         try:
             findings.extend(rule.check(source))
         except Exception as error:
-            message = f"{rule.code} could not read the file: {type(error).__name__}: {error}"
-            findings.append(error_finding(source.path, message))
+            reason = f"internal error: {type(error).__name__}"
+            findings.append(error_finding(source.path, f"{rule.code} could not read the file "
+                                                       f"({reason})"))
     return list(dict.fromkeys(findings))
 
 
@@ -232,5 +278,6 @@ def _text(module: object) -> str | None:
     return code if isinstance(code, str) else None
 
 
+CHECKERS[FileKind.PYTHON] = check_python
 # The notebook checker registers itself in CHECKERS; it imports this module, so it comes last.
 from cudalint.engine import notebook as _notebook  # noqa: E402, F401

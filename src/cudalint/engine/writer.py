@@ -1,28 +1,137 @@
-"""Writing fixed files: atomically, with the file's mode kept; bytes in, bytes out, so the
-encoding, a BOM and the line endings are whatever the fixer kept."""
+"""Writing fixed files; bytes in, bytes out, so the encoding, a BOM and the line endings are
+whatever the fixer kept.
+
+A file is replaced through a temporary file in its folder and a rename, so an interrupted write
+never leaves half a file, with its mode, owner and group kept. Where a rename cannot keep what
+the file is (a hard link, an owner cudalint cannot give back), it is rewritten in place instead.
+Nothing is written through a symbolic link, into a file its mode makes read-only (even for
+root), or over a file that changed since it was read: each is a WriteError, and the file stays.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import stat
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` through a temporary file in the same folder and a rename,
-    so an interrupted write never leaves a half-written file."""
-    path = path.resolve()  # through a symbolic link, to the file it names
-    mode = path.stat().st_mode & 0o7777
+
+class WriteError(Exception):
+    """Why a fixed file was not written, on one line."""
+
+
+def write_fixed(path: Path, data: bytes, original: bytes) -> None:
+    """Replace the contents of `path`, read as `original`, with `data`."""
+    try:
+        info = os.lstat(path)
+        _require_writable(path, info)
+        with _sigint_deferred():
+            if _replaceable(info):
+                _replace(path, data, original, info)
+            else:
+                _rewrite_in_place(path, data, original, info)
+    except OSError as error:
+        raise WriteError(f"not written: {error.strerror or type(error).__name__}") from error
+
+
+def _require_writable(path: Path, info: os.stat_result) -> None:
+    if stat.S_ISLNK(info.st_mode):
+        raise WriteError("not written: a symbolic link (fix the file it points to)")
+    if not stat.S_ISREG(info.st_mode):
+        raise WriteError("not written: not a regular file")
+    mode = stat.S_IMODE(info.st_mode)
+    # Root may write anything; a file nobody may write is still left alone.
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        raise WriteError(f"not written: the file is read-only (mode {mode:04o})")
+
+
+def _replaceable(info: os.stat_result) -> bool:
+    """A rename keeps the file's identity: no other hard link, and an owner we can give back."""
+    ours = (info.st_uid, info.st_gid) == (os.geteuid(), os.getegid())
+    return info.st_nlink == 1 and (ours or os.geteuid() == 0)
+
+
+def _replace(path: Path, data: bytes, original: bytes, info: os.stat_result) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
             file.write(data)
             file.flush()
+            if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+                os.fchown(file.fileno(), info.st_uid, info.st_gid)
+            os.fchmod(file.fileno(), stat.S_IMODE(info.st_mode))  # after chown clears set-id
             os.fsync(file.fileno())
-        os.chmod(temporary, mode)
+        _require_unchanged(_read_current(path, info, len(original)), original)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _rewrite_in_place(path: Path, data: bytes, original: bytes, info: os.stat_result) -> None:
+    descriptor = os.open(path, os.O_RDWR | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    try:
+        _require_same_file(os.fstat(descriptor), info)
+        _require_unchanged(_read_up_to(descriptor, len(original) + 1), original)
+        os.lseek(descriptor, 0, os.SEEK_SET)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        os.ftruncate(descriptor, len(data))
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _read_current(path: Path, info: os.stat_result, size: int) -> bytes:
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    try:
+        _require_same_file(os.fstat(descriptor), info)
+        return _read_up_to(descriptor, size + 1)
+    finally:
+        os.close(descriptor)
+
+
+def _read_up_to(descriptor: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0:
+        chunk = os.read(descriptor, size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _require_same_file(now: os.stat_result, before: os.stat_result) -> None:
+    if (now.st_dev, now.st_ino) != (before.st_dev, before.st_ino):
+        raise WriteError("not written: the file was replaced while it was checked")
+
+
+def _require_unchanged(current: bytes, original: bytes) -> None:
+    if current != original:
+        raise WriteError("not written: the file changed since it was read")
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Let a write finish before Ctrl-C takes effect (only the main thread has signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, _frame: received.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received and callable(previous):
+        previous(signal.SIGINT, None)

@@ -18,7 +18,6 @@ from cudalint.engine.runner import (
     check_file,
     rules_for,
     selected_rules,
-    validate_selectors,
 )
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
@@ -73,7 +72,6 @@ def _load(folder: Path, root: Path) -> Project | ConfigError:
         config = load_config(folder)
         if config.source is None and root != folder:
             config = Config(root=root.resolve())
-        validate_selectors(config)
         return Project(config, project.settings_for(config), selected_rules(config, _OPTIONS))
     except ConfigError as error:
         return error

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from elftools.elf.dynamic import DynamicSegment
 from elftools.elf.elffile import ELFFile
 
-from cudalint.engine.python import error_finding
+from cudalint.engine.python import error_finding, one_line
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.base import FileRule, Invalid, Valid
@@ -21,11 +21,16 @@ from cudalint.rules.cud3_native.ctypes_libs import cuda_library
 _ELF_MAGIC = b"\x7fELF"
 # PyTorch's own CUDA libraries: an extension linked against them is a CUDA build.
 _TORCH_CUDA = ("libtorch_cuda", "libc10_cuda")
+_PN_XNUM = 0xFFFF  # the real program-header count is in section header 0
 
 
 def needed_libraries(data: bytes) -> list[str]:
     """DT_NEEDED entries of an ELF file (raises on a damaged one)."""
     elf = ELFFile(io.BytesIO(data))
+    if elf["e_phnum"] == _PN_XNUM and not elf["e_shoff"]:
+        raise ValueError("damaged: 0xFFFF program headers, with no section header to count them")
+    if elf.num_segments() == 0 and elf["e_type"] == "ET_DYN":
+        raise ValueError("damaged: a shared library without program headers")
     needed: list[str] = []
     for segment in elf.iter_segments():
         if isinstance(segment, DynamicSegment):
@@ -105,7 +110,7 @@ class CudaSharedLibrary(FileRule):
         try:
             needed = needed_libraries(source.data)
         except Exception as error:
-            yield error_finding(source.path, f"could not read the ELF file: {error}")
+            yield error_finding(source.path, f"could not read the ELF file: {one_line(error)}")
             return
         cuda = [name for name in needed if is_cuda_library(name)]
         if cuda:
