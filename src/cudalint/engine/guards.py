@@ -27,7 +27,8 @@ _BUILD_PROBES = frozenset({"torch.version.cuda"})
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 # Calls that end the program or skip the test: an `if` without CUDA ending in one is an
 # early exit, which guards the rest of its block.
-_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.skip", "pytest.exit"})
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.exit"})
+_SKIPS = frozenset({"pytest.skip", "pytest.importorskip"})
 _SKIP_DECORATORS = frozenset({"pytest.mark.skipif", "unittest.skipIf"})
 # The only node types whose children branch_guard can find guarded.
 BRANCHING = frozenset({cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation,
@@ -104,10 +105,10 @@ def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
         return held
     # A parameter or global never assigned here: trusted by its name (`use_cuda`), but
     # never a user's option (`args.use_cuda`, `cfg.cuda`), whose default may well be on.
-    return isinstance(expr, cst.Name) and _names_cuda_flag(expr.value)
+    return isinstance(expr, cst.Name) and names_cuda_flag(expr.value)
 
 
-def _names_cuda_flag(name: str) -> bool:
+def names_cuda_flag(name: str) -> bool:
     """`use_cuda`, `has_cuda`, `cuda_available`: a flag that says CUDA is in use."""
     lowered = name.lower()
     return lowered == "cuda" or lowered.startswith(("use_cuda", "has_cuda", "cuda_avail"))
@@ -204,19 +205,33 @@ def exits_without_cuda(ctx: PythonContext, statement: cst.CSTNode) -> bool:
 
 
 def ends_program(ctx: PythonContext, suite: cst.BaseSuite) -> bool:
-    """The block leaves its function, loop or program as its last step."""
-    last: cst.CSTNode | None = None
-    if isinstance(suite, cst.SimpleStatementSuite):
-        last = suite.body[-1] if suite.body else None
-    elif isinstance(suite, cst.IndentedBlock) and suite.body:
-        line = suite.body[-1]
-        last = line.body[-1] if isinstance(line, cst.SimpleStatementLine) and line.body \
-            else None
-    if isinstance(last, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+    """The block leaves its function or loop, skips the test, or stops the program, as its
+    last step."""
+    last = last_statement(suite)
+    if isinstance(last, (cst.Return, cst.Continue, cst.Break)) or stops_program(ctx, last):
         return True
     call = last.value if isinstance(last, cst.Expr) else None
     if not isinstance(call, cst.Call):
         return False
     if isinstance(call.func, cst.Attribute) and call.func.attr.value == "skipTest":
         return True
-    return ctx.call_name(call) in _EXITS
+    return ctx.call_name(call) in _SKIPS
+
+
+def stops_program(ctx: PythonContext, statement: cst.CSTNode | None) -> bool:
+    """`raise ...`, `sys.exit(...)`, `exit()`, `quit()`, `os._exit(...)`."""
+    if isinstance(statement, cst.Raise):
+        return True
+    call = statement.value if isinstance(statement, cst.Expr) else None
+    return isinstance(call, cst.Call) and ctx.call_name(call) in _EXITS
+
+
+def last_statement(suite: cst.BaseSuite) -> cst.BaseSmallStatement | None:
+    """The last simple statement of a block, if the block ends with one."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return suite.body[-1] if suite.body else None
+    if isinstance(suite, cst.IndentedBlock) and suite.body:
+        line = suite.body[-1]
+        if isinstance(line, cst.SimpleStatementLine) and line.body:
+            return line.body[-1]
+    return None
