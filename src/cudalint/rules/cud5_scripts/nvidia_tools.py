@@ -58,7 +58,8 @@ class NvidiaToolCall(FileRule):
     (`subprocess.run(["nvidia-smi", ...])`, `subprocess.run("nvcc --version", shell=True)`,
     `os.system`, `os.popen`, also through a built path: `cuda_dir + "/bin/nvcc"`,
     `os.path.join(CUDA_HOME, "bin", "nvcc")`, `f"{home}/bin/nvcc"`). A mention in `echo`,
-    a comment, a string that is printed, or a lookup (`command -v nvidia-smi`, `which nvcc`, `shutil.which`) is not reported.
+    a comment, a string that is printed, or a lookup (`command -v nvidia-smi`, `which nvcc`,
+    `shutil.which`) is not reported.
 
     A call whose failure is handled is guarded (a warning): in an `if` condition or after
     `command -v nvidia-smi &&` in shell, before `|| true`, in an `if` branch testing for
