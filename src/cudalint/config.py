@@ -34,6 +34,10 @@ _KEYS = frozenset(
 )
 
 
+_TYPE_NAMES = {list: "a list", dict: "a table", str: "a string", int: "a whole number",
+               bool: "true or false"}
+
+
 class ConfigError(Exception):
     """A configuration that cannot be used; the CLI prints it on one line and exits 2."""
 
@@ -114,7 +118,7 @@ def _from_table(table: Mapping[str, Any], path: Path) -> Config:
         attribute = key.replace("-", "_")
         expected = type(getattr(config, attribute))
         if not isinstance(value, expected) or isinstance(value, bool) is not (expected is bool):
-            raise ConfigError(f"{path}: [tool.cudalint] {key} must be a {expected.__name__}")
+            raise ConfigError(f"{path}: [tool.cudalint] {key} must be {_TYPE_NAMES[expected]}")
         if key == "exclude":
             value = [*value]
         setattr(config, attribute, value)

@@ -68,8 +68,9 @@ def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOpti
 
 
 def _common_folder(paths: list[Path]) -> Path:
-    """Where to look for the configuration: the folder holding every path given."""
-    resolved = [p.resolve() for p in paths]
+    """Where to look for the configuration: the folder holding every path given (as given:
+    a link's target may lie outside the project)."""
+    resolved = [Path(os.path.abspath(p)) for p in paths]
     common = Path(os.path.commonpath(resolved)) if resolved else Path.cwd()
     return common if common.is_dir() else common.parent
 

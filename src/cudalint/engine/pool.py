@@ -33,9 +33,10 @@ def run_all(
         return _run_here(function, items)
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker,
                                initargs=(os.getpid(),))
-    futures = [pool.submit(_run_chunk, function, items[start : start + CHUNK])
-               for start in range(0, len(items), CHUNK)]
+    futures: list[Future[list[Result]]] = []
     try:
+        for start in range(0, len(items), CHUNK):
+            futures.append(pool.submit(_run_chunk, function, items[start : start + CHUNK]))
         results = [result for future in futures for result in future.result()]
     except KeyboardInterrupt:
         pool.shutdown(wait=True, cancel_futures=True)

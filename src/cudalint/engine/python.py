@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import codecs
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -16,7 +16,7 @@ from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import fix_edits
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.traversal import walk
-from cudalint.finding import Finding, Fix, Position, Severity
+from cudalint.finding import Edit, Finding, Fix, Position, Severity
 from cudalint.rules.base import NodeFix, PythonRule, Report
 
 BOM = b"\xef\xbb\xbf"
@@ -134,12 +134,20 @@ def _positioned(
             continue
         seen.add(key)
         if report.fix is not None:
-            edits = fix_edits(module, report.fix, positions, settings) if want_edits else ()
+            edits = _edits(module, report.fix, positions, settings) if want_edits else ()
             fix = Fix(report.fix.applicability, report.fix.message, edits)
             finding = replace(finding, fix=fix)
             result.fixes.append((finding, report.fix, positions[report.fix.target]))
         result.findings.append(finding)
     return result
+
+
+def _edits(module: cst.Module, fix: NodeFix, positions: Mapping[cst.CSTNode, CodeRange],
+           settings: Settings) -> tuple[Edit, ...]:
+    try:
+        return fix_edits(module, fix, positions, settings)
+    except ValueError:  # LibCST refuses the module's indentation (a form feed): no edits
+        return ()
 
 
 def _finding(report: Report, where: CodeRange, path: Path, cell: int | None) -> Finding:

@@ -73,11 +73,13 @@ def _read_at_most(descriptor: int, limit: int) -> bytes:
 
 
 def too_large(size: int, limit: int) -> str:
-    return f"skipped: {_megabytes(size)}, more than max-file-size ({_megabytes(limit)})"
+    return f"skipped: {_readable(size)}, more than max-file-size ({_readable(limit)})"
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / 1_000_000:.1f} MB"
+def _readable(size: int) -> str:
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.1f} MB"
+    return f"{size / 1000:.0f} kB" if size >= 1000 else f"{size} bytes"
 
 
 def _kind(mode: int) -> str:

@@ -177,7 +177,7 @@ def check_python(job: Job) -> FileReport:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
     except FixError as error:
-        return FileReport(job.path, [error_finding(job.path, str(error))])
+        return _left_as_it_was(job, str(error))
     return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings)
 
 
@@ -194,13 +194,13 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
     try:
         write_fixed(job.path, fixed, job.data)
     except WriteError as error:
-        return _not_written(job, str(error))
+        return _left_as_it_was(job, str(error))
     report.written = True
     return report
 
 
-def _not_written(job: Job, reason: str) -> FileReport:
-    """The findings of the file as it stays, after the error line saying why."""
+def _left_as_it_was(job: Job, reason: str) -> FileReport:
+    """The findings of the file as it stays, after the error line saying why it was not fixed."""
     unfixed = replace(job, options=replace(job.options, fix=False, diff=False))
     report = isolated(CHECKERS.get(job.kind, check_other), unfixed)
     report.findings.insert(0, error_finding(job.path, reason))
