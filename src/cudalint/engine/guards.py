@@ -8,15 +8,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
 
-from cudalint.rules.cud1_device import cuda_api_table
+from cudalint import data
 
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext
 
 # torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
-_PROBES = cuda_api_table.probes()
+_PROBES = frozenset(
+    name for name, entry in data.load("torch_cuda_api.toml")["api"].items() if entry.get("probe")
+)
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 # The only node types whose children branch_guard can find guarded.
 BRANCHING = frozenset({cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation})
@@ -38,7 +39,8 @@ def is_cuda_comparison(expr: cst.BaseExpression) -> bool:
         if any(isinstance(op, (cst.Equal, cst.In)) for op in operators):
             return any(is_cuda_string(o) for o in operands)
         return False
-    if isinstance(expr, cst.Call) and m.matches(expr.func, m.Attribute(attr=m.Name("startswith"))):
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value == "startswith":
         return bool(expr.args) and is_cuda_string(expr.args[0].value)
     return False
 
@@ -76,13 +78,12 @@ def _negated(expr: cst.BaseExpression) -> cst.BaseExpression | None:
 
 def is_main_check(expr: cst.BaseExpression) -> bool:
     """`if __name__ == "__main__":`"""
-    return m.matches(
-        expr,
-        m.Comparison(
-            left=m.Name("__name__"),
-            comparisons=[m.ComparisonTarget(m.Equal(), comparator=m.SimpleString())],
-        ),
-    )
+    if not (isinstance(expr, cst.Comparison) and isinstance(expr.left, cst.Name)
+            and expr.left.value == "__name__" and len(expr.comparisons) == 1):
+        return False
+    target = expr.comparisons[0]
+    return isinstance(target.operator, cst.Equal) \
+        and isinstance(target.comparator, cst.SimpleString)
 
 
 def catches_import_error(node: cst.Try | cst.TryStar) -> bool:
