@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import ast
 import codecs
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from cudalint.engine import noqa
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import fix_edits
+from cudalint.engine.outline import outline
+from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.report import NodeFix, Report
 from cudalint.engine.traversal import walk
 from cudalint.finding import Edit, Finding, Fix, Position, Severity
-from cudalint.rules.base import NodeFix, PythonRule, Report
+
+if TYPE_CHECKING:
+    from cudalint.rules.base import PythonRule
 
 BOM = b"\xef\xbb\xbf"
 
@@ -28,6 +35,7 @@ class PythonResult:
     module: cst.Module | None = None
     # The fix behind each finding that has one, with the range of the node it replaces.
     fixes: list[tuple[Finding, NodeFix, CodeRange]] = field(default_factory=list)
+    text: str | None = None  # the module's code: what was read, as LibCST would write it
 
 
 def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Finding:
@@ -37,15 +45,21 @@ def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Fi
 
 
 def parse(data: bytes, path: Path) -> cst.Module | Finding:
-    """The module, or an error finding saying why it could not be read. CPython reads the file
-    first: what it refuses is a syntax error with its own message and position (LibCST would
-    accept some such files, or crash on them), and code nested deeper than LibCST can walk is
-    an error line rather than a RecursionError."""
-    refused = _refused_by_cpython(data, path)
-    if refused is not None:
-        return refused
+    """The module, or an error finding saying why it could not be read."""
+    parsed = parse_both(data, path)
+    return parsed if isinstance(parsed, Finding) else parsed[1]
+
+
+def parse_both(data: bytes, path: Path) -> tuple[ast.Module, cst.Module] | Finding:
+    """The module as `ast` and LibCST read it, or an error finding saying why it could not be
+    read. CPython reads the file first: what it refuses is a syntax error with its own message
+    and position (LibCST accepts some such files, and crashes on others), and code nested
+    deeper than LibCST can walk is an error line rather than a RecursionError."""
+    tree = _compiled(data, path)
+    if isinstance(tree, Finding):
+        return tree
     try:
-        return cst.parse_module(data.removeprefix(BOM))
+        return tree, cst.parse_module(data.removeprefix(BOM))
     except cst.ParserSyntaxError as error:
         return error_finding(path, f"SyntaxError: {error.message}", error.raw_line,
                              error.raw_column + 1)
@@ -63,9 +77,11 @@ MAX_DEPTH = 120
 TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep; cudalint does not check this file"
 
 
-def _refused_by_cpython(data: bytes, path: Path) -> Finding | None:
+def _compiled(data: bytes, path: Path) -> ast.Module | Finding:
     try:
-        tree = ast.parse(data, filename=str(path))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\d"` and the like: the rules' business
+            tree = ast.parse(data, filename=str(path))
     except SyntaxError as error:
         return error_finding(path, f"SyntaxError: {error.msg}", error.lineno or 1,
                              max(error.offset or 1, 1))
@@ -73,7 +89,7 @@ def _refused_by_cpython(data: bytes, path: Path) -> Finding | None:
         return error_finding(path, f"could not decode the file: {one_line(error)}")
     except (RecursionError, MemoryError):
         return error_finding(path, TOO_DEEP)
-    return error_finding(path, TOO_DEEP) if _deeper_than(tree, MAX_DEPTH) else None
+    return error_finding(path, TOO_DEEP) if _deeper_than(tree, MAX_DEPTH) else tree
 
 
 def _null_bytes_reason(data: bytes) -> str:
@@ -109,23 +125,35 @@ def lint_python(
         return PythonResult([error_finding(path, _null_bytes_reason(data))])
     if prefilter is not None and not prefilter.matches(data):
         return PythonResult([])
-    parsed = parse(data, path)
-    if isinstance(parsed, Finding):
-        return PythonResult([parsed])
+    both = parse_both(data, path)
+    if isinstance(both, Finding):
+        return PythonResult([both])
+    tree, parsed = both
     ctx = PythonContext(parsed, settings, path=path)
-    walk(ctx, rules)
+    first_pass = outline(data.removeprefix(BOM), parsed, prefilter, tree)
+    reported = walk(ctx, rules, () if first_pass is None else first_pass.skip)
+    text = data.removeprefix(BOM).decode(parsed.encoding)
     if not ctx.reports:
-        return PythonResult([], parsed)
-    return _positioned(ctx, path, settings, want_edits=want_edits, cell=cell)
+        return PythonResult([], parsed, text=text)
+    positions = (whole_module_positions(parsed) if first_pass is None
+                 else StatementPositions(parsed, first_pass.starts, reported))
+    result = PythonResult([], parsed, text=text)
+    _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell)
+    return result
 
 
 def _positioned(
-    ctx: PythonContext, path: Path, settings: Settings, *, want_edits: bool, cell: int | None
-) -> PythonResult:
+    result: PythonResult,
+    ctx: PythonContext,
+    positions: Mapping[cst.CSTNode, CodeRange],
+    path: Path,
+    settings: Settings,
+    *,
+    want_edits: bool,
+    cell: int | None,
+) -> None:
     module = ctx.module
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    suppress = noqa.parse_python_noqa(module.code)
-    result = PythonResult([], module)
+    suppress = noqa.parse_python_noqa(result.text or "")
     seen: set[tuple[str, int, int]] = set()
     for report in ctx.reports:
         finding = _finding(report, positions[report.node], path, cell)
@@ -139,7 +167,6 @@ def _positioned(
             finding = replace(finding, fix=fix)
             result.fixes.append((finding, report.fix, positions[report.fix.target]))
         result.findings.append(finding)
-    return result
 
 
 def _edits(module: cst.Module, fix: NodeFix, positions: Mapping[cst.CSTNode, CodeRange],

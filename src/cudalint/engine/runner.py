@@ -8,8 +8,8 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cudalint import rules as registry
 from cudalint.config import Config
 from cudalint.discovery import discover
 from cudalint.engine import noqa, pool, project
@@ -22,7 +22,9 @@ from cudalint.engine.writer import WriteError, write_fixed
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, PythonRule, Rule
+
+if TYPE_CHECKING:
+    from cudalint.rules.base import FileRule, PythonRule, Rule
 
 
 @dataclass
@@ -63,12 +65,26 @@ class Job:
     options: RunOptions
 
 
-# A checker per file kind; the notebook checker registers itself here.
 Checker = Callable[[Job], FileReport]
-CHECKERS: dict[FileKind, Checker] = {}
 
 
+def checker_for(kind: FileKind) -> Checker:
+    """The checker of a file kind. The notebook checker builds on this module, so it is
+    imported when the first notebook comes up (which also spares every other run it)."""
+    if kind is FileKind.PYTHON:
+        return check_python
+    if kind is FileKind.NOTEBOOK:
+        from cudalint.engine.notebook import check_notebook
+
+        return check_notebook
+    return check_other
+
+
+# The engine sits below the rules: the registry (which imports every rule module) is loaded
+# when a run selects its rules, never by importing the engine.
 def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...]:
+    from cudalint import rules as registry
+
     select = options.select if options.select is not None else config.select
     ignore = options.ignore if options.ignore is not None else config.ignore
     return registry.select([*select, *config.extend_select, *options.extend_select], ignore)
@@ -99,7 +115,8 @@ def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[File
 # Below this many files a second process costs more than it saves.
 _FILES_PER_PROCESS = 16
 
-Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions]
+if TYPE_CHECKING:
+    Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions]
 
 
 class Interrupted(Exception):
@@ -139,6 +156,8 @@ def check_file(
                                 if kind is FileKind.SHARED_LIBRARY else limit)
         except ReadError as error:
             return FileReport(path, [error_finding(path, str(error))])
+    from cudalint.rules.base import FileRule, PythonRule
+
     python_rules = tuple(r for r in rules if issubclass(r, PythonRule))
     job = Job(
         path=path,
@@ -150,7 +169,7 @@ def check_file(
         prefilter=Prefilter.for_rules(python_rules, settings),
         options=options,
     )
-    return isolated(CHECKERS.get(kind, check_other), job)
+    return isolated(checker_for(kind), job)
 
 
 def isolated(checker: Checker, job: Job) -> FileReport:
@@ -172,7 +191,7 @@ def check_python(job: Job) -> FileReport:
     if not (options.fix or options.diff):
         result = lint_python(job.data, job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter, want_edits=options.want_edits)
-        return FileReport(job.path, result.findings, _text(result.module))
+        return FileReport(job.path, result.findings, result.text)
     try:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
@@ -202,7 +221,7 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
 def _left_as_it_was(job: Job, reason: str) -> FileReport:
     """The findings of the file as it stays, after the error line saying why it was not fixed."""
     unfixed = replace(job, options=replace(job.options, fix=False, diff=False))
-    report = isolated(CHECKERS.get(job.kind, check_other), unfixed)
+    report = isolated(checker_for(job.kind), unfixed)
     report.findings.insert(0, error_finding(job.path, reason))
     return report
 
@@ -271,13 +290,3 @@ def _matches(path: Path, pattern: str, root: Path) -> bool:
     except ValueError:
         relative = path.as_posix()
     return fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern)
-
-
-def _text(module: object) -> str | None:
-    code = getattr(module, "code", None)
-    return code if isinstance(code, str) else None
-
-
-CHECKERS[FileKind.PYTHON] = check_python
-# The notebook checker registers itself in CHECKERS; it imports this module, so it comes last.
-from cudalint.engine import notebook as _notebook  # noqa: E402, F401
