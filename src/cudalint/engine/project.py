@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -12,20 +13,44 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from cudalint.config import Config
+from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version
 from cudalint.engine.context import Settings
 from cudalint.engine.setup_py import SetupFacts, read_setup
+from cudalint.engine.torch_floor import torch_floor
 
 
 def settings_for(config: Config) -> Settings:
     setup = setup_facts(config.root)
     return Settings(
         helper_module=config.helper,
-        target_torch=config.target_torch_tuple,
+        target_torch=target_torch(config, setup),
         first_party=(frozenset(config.known_first_party) | first_party_packages(config.root)
                      | setup.packages | pyproject_names(config.root)),
         extension_modules=setup.cuda_extensions,
     )
+
+
+def target_torch(config: Config, setup: SetupFacts) -> tuple[int, int]:
+    """The torch the fixes must work on: the `target-torch` setting, else the oldest torch the
+    project's files allow, else DEFAULT_TARGET_TORCH (never the installed torch)."""
+    return (config.target_torch_tuple or torch_floor(config.root, setup)
+            or parse_version(DEFAULT_TARGET_TORCH))
+
+
+_CUDA_METHOD = re.compile(rb"^[ \t]+def[ \t]+cuda[ \t]*\(", re.MULTILINE)
+
+
+def defines_cuda_method(paths: Iterable[Path]) -> bool:
+    """Whether a class in these Python files defines a `cuda` method (an indented
+    `def cuda(`): a plain text scan, far cheaper than parsing."""
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if b"def" in data and _CUDA_METHOD.search(data):
+            return True
+    return False
 
 
 def first_party_packages(root: Path) -> frozenset[str]:

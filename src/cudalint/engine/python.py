@@ -11,7 +11,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from cudalint.engine import noqa
 from cudalint.engine.context import PythonContext, Settings
-from cudalint.engine.fixer import fix_edits
+from cudalint.engine.fixer import EditPlanner
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.traversal import walk
 from cudalint.finding import Finding, Fix, Position, Severity
@@ -76,6 +76,7 @@ def _positioned(
     suppress = noqa.parse_python_noqa(module.code)
     result = PythonResult([], module)
     seen: set[tuple[str, int, int]] = set()
+    planner = EditPlanner(module, positions, settings) if want_edits else None
     for report in ctx.reports:
         finding = _finding(report, positions[report.node], path, cell)
         key = (report.code, finding.location.row, finding.location.column)
@@ -83,7 +84,7 @@ def _positioned(
             continue
         seen.add(key)
         if report.fix is not None:
-            edits = fix_edits(module, report.fix, positions, settings) if want_edits else ()
+            edits = planner.edits(report.fix) if planner is not None else ()
             fix = Fix(report.fix.applicability, report.fix.message, edits)
             finding = replace(finding, fix=fix)
             result.fixes.append((finding, report.fix, positions[report.fix.target]))

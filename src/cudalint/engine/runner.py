@@ -7,7 +7,7 @@ import fnmatch
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cudalint import rules as registry
@@ -82,9 +82,12 @@ def validate_selectors(config: Config) -> None:
 def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
+    found = discover(paths, config, force_exclude=options.force_exclude)
+    if project.defines_cuda_method(p for p, kind in found if kind is FileKind.PYTHON):
+        settings = replace(settings, own_cuda_method=True)
     tasks = [
         (path, kind, rules_for(path, enabled, config), settings, options)
-        for path, kind in discover(paths, config, force_exclude=options.force_exclude)
+        for path, kind in found
     ]
     jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
     if jobs < 2:
