@@ -14,7 +14,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from cudalint.engine.context import HELPER_MODULE_DEFAULT
 
 # The torch a project is assumed to support when neither `target-torch` nor its own files
 # (requirements, pyproject, setup.py/cfg, environment.yml) say: a fixed version, never the
@@ -49,7 +48,9 @@ class Config:
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
     exclude_kinds: list[str] = field(default_factory=list)
-    helper: str = HELPER_MODULE_DEFAULT
+    # "": the standalone helper written into the project (cudalint.engine.helper_place), or
+    # cudalint.device when the project depends on cudalint.
+    helper: str = ""
     target_torch: str = ""  # "": the project's own torch floor, else DEFAULT_TARGET_TORCH
     known_first_party: list[str] = field(default_factory=list)
     respect_gitignore: bool = True

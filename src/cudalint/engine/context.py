@@ -34,6 +34,8 @@ class Settings:
     # A class of the checked tree defines its own `cuda` method: `x.cuda()` may be one of
     # them, so rewriting it to `.to(...)` is not safe.
     own_cuda_method: bool = False
+    # Where the helper module's file goes when the run writes it (the standalone helper).
+    helper_file: Path | None = None
 
 
 @dataclass

@@ -109,6 +109,12 @@ def _is_header(statement: cst.BaseStatement, index: int) -> bool:
 _DUNDER = re.compile(r"^__\w+__$")
 
 
+def _is_pass(statement: cst.BaseStatement) -> bool:
+    """`pass`: what a notebook cell's magic (`!nvidia-smi`) is read as."""
+    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 \
+        and isinstance(statement.body[0], cst.Pass)
+
+
 def _is_import_block_statement(statement: cst.BaseStatement) -> bool:
     """An import line (not `from __future__`), or `try:` importing (`try: import x` /
     `except ImportError:`)."""
@@ -217,7 +223,7 @@ def _insertion(layout: Layout, text: str) -> LineEdit:
     for index, statement in enumerate(statements):
         if _is_import_block_statement(statement.node):
             after = index
-        elif not _is_header(statement.node, index):
+        elif not _is_header(statement.node, index) and not _is_pass(statement.node):
             break
     if after is None:
         header = 0

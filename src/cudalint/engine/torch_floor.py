@@ -47,6 +47,21 @@ def torch_floor(root: Path, setup: SetupFacts) -> Floor | None:
     return min(bounds) if bounds else None
 
 
+def declares(root: Path, setup: SetupFacts, name: str) -> bool:
+    """Whether the project's requirements, pyproject (PEP 621 or poetry), setup.py or
+    setup.cfg name the distribution `name` as a dependency."""
+    specs = [*_requirements_files(root), *setup.requires, *_setup_cfg(root / "setup.cfg")]
+    document = _pyproject(root / "pyproject.toml")
+    project = _table(document.get("project"))
+    specs += _strings(project.get("dependencies"))
+    for extra in _table(project.get("optional-dependencies")).values():
+        specs += _strings(extra)
+    if any(name in (k.lower() for k in table) for table in _poetry_tables(document)):
+        return True
+    return any((parsed := requirement(spec)) is not None and parsed.name.lower() == name
+               for spec in specs)
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
@@ -81,23 +96,30 @@ def _version(text: str) -> Floor | None:
     return (release[0], release[1] if len(release) > 1 else 0)
 
 
-def _from_pyproject(path: Path) -> Iterator[Floor]:
+def _pyproject(path: Path) -> dict[str, Any]:
     text = _read(path)
     if text is None:
-        return
+        return {}
     try:
-        document = tomllib.loads(text)
+        return tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError, ValueError):
-        return
+        return {}
+
+
+def _poetry_tables(document: dict[str, Any]) -> list[dict[str, Any]]:
+    poetry = _table(_table(document.get("tool")).get("poetry"))
+    tables = [_table(poetry.get("dependencies"))]
+    return tables + [_table(_table(g).get("dependencies"))
+                     for g in _table(poetry.get("group")).values()]
+
+
+def _from_pyproject(path: Path) -> Iterator[Floor]:
+    document = _pyproject(path)
     project = _table(document.get("project"))
     yield from _from_pip_specs(_strings(project.get("dependencies")))
     for extra in _table(project.get("optional-dependencies")).values():
         yield from _from_pip_specs(_strings(extra))
-    poetry = _table(_table(document.get("tool")).get("poetry"))
-    tables = [_table(poetry.get("dependencies"))]
-    tables += [_table(_table(g).get("dependencies"))
-               for g in _table(poetry.get("group")).values()]
-    for table in tables:
+    for table in _poetry_tables(document):
         for name, value in table.items():
             if name.lower() in _TORCH:
                 version = value.get("version") if isinstance(value, dict) else value
