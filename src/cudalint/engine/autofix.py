@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -14,7 +15,9 @@ from cudalint.engine.imports import Needs
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import BOM, PythonResult, lint_python
 from cudalint.finding import Applicability
-from cudalint.rules.base import PythonRule
+
+if TYPE_CHECKING:
+    from cudalint.rules.base import PythonRule
 
 # One pass applies every fix, nested ones included; a second pass only finds what the first
 # pass's output still holds (a fix that makes another finding fixable). The bound only stops a

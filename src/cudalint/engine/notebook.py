@@ -22,7 +22,7 @@ from cudalint.engine import noqa, notebook_imports
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.imports import Needs
 from cudalint.engine.python import BOM, error_finding, lint_python
-from cudalint.engine.runner import CHECKERS, FileReport, Job, finish_fix, run_file_rules
+from cudalint.engine.runner import FileReport, Job, finish_fix, run_file_rules
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
 
@@ -320,5 +320,3 @@ def dump(notebook: Any, original: str) -> str:
         text += "\r\n" if original.endswith("\r\n") else "\n"
     return text
 
-
-CHECKERS[FileKind.NOTEBOOK] = check_notebook
