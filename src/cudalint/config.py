@@ -14,11 +14,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from cudalint.engine.context import HELPER_MODULE_DEFAULT
-from cudalint.engine.reader import DEFAULT_MAX_FILE_SIZE
-from cudalint.mps_ops.coverage import installed_torch_version
 
+# The torch a project is assumed to support when neither `target-torch` nor its own files
+# (requirements, pyproject, setup.py/cfg, environment.yml) say: a fixed version, never the
+# installed torch, so that one command gives the same fixes with and without torch installed.
 DEFAULT_TARGET_TORCH = "2.6"
+# Larger files are skipped with an error line: LibCST takes about 0.7 GB per MB of source.
+DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
     ".pants.d", ".pytype",
@@ -53,19 +55,18 @@ class Config:
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
     exclude_kinds: list[str] = field(default_factory=list)
-    helper: str = HELPER_MODULE_DEFAULT
-    target_torch: str = ""
+    # "": the standalone helper written into the project (cudalint.engine.helper_place), or
+    # cudalint.device when the project depends on cudalint.
+    helper: str = ""
+    target_torch: str = ""  # "": the project's own torch floor, else DEFAULT_TARGET_TORCH
     known_first_party: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped, with a line
 
-    def __post_init__(self) -> None:
-        if not self.target_torch:
-            self.target_torch = installed_torch_version() or DEFAULT_TARGET_TORCH
-
     @property
-    def target_torch_tuple(self) -> tuple[int, int]:
-        return parse_version(self.target_torch)
+    def target_torch_tuple(self) -> tuple[int, int] | None:
+        """The `target-torch` setting; None when it is not set."""
+        return parse_version(self.target_torch) if self.target_torch else None
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -137,12 +138,13 @@ def _validate(config: Config, path: Path) -> None:
             raise ConfigError(f"{where} per-file-ignores {pattern!r} must be a list of strings")
         _require_strings(codes, f"{where} per-file-ignores {pattern!r}")
     try:
-        parse_version(config.target_torch)
+        if config.target_torch:
+            parse_version(config.target_torch)
     except ConfigError as error:
         raise ConfigError(f"{where} {error}") from None
-    if not _MODULE.fullmatch(config.helper):
+    if config.helper and not _MODULE.fullmatch(config.helper):
         raise ConfigError(f"{where} helper: {config.helper!r} is not a module name such as "
-                          f"{HELPER_MODULE_DEFAULT!r}")
+                          "'pkg.device'")
     if config.max_file_size <= 0:
         raise ConfigError(f"{where} max-file-size must be a positive number of bytes")
     _require_known_selectors(config, where)

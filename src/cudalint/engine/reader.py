@@ -11,7 +11,8 @@ import os
 import stat
 from pathlib import Path
 
-DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
+from cudalint.config import DEFAULT_MAX_FILE_SIZE
+
 # Shared libraries are read for their ELF headers only; CUDA builds run to hundreds of MB.
 MAX_BINARY_SIZE = 1024 * 1024 * 1024
 _CHUNK = 1024 * 1024

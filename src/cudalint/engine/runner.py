@@ -5,23 +5,25 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudalint.config import Config
+from cudalint.config import DEFAULT_MAX_FILE_SIZE, Config
 from cudalint.discovery import discover
 from cudalint.engine import noqa, pool, project
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import error_finding, lint_python
-from cudalint.engine.reader import DEFAULT_MAX_FILE_SIZE, MAX_BINARY_SIZE, ReadError, read_regular
+from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular
 from cudalint.engine.writer import WriteError, write_fixed
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind, SourceFile
+from cudalint.runtime.helper import write_helper
 
 if TYPE_CHECKING:
     from cudalint.rules.base import FileRule, PythonRule, Rule
@@ -49,6 +51,8 @@ class FileReport:
     fixed: int = 0  # fixes applied (or, with --diff, that would be)
     diff: str = ""
     written: bool = False  # the fixed text was written to the file
+    helper: Path | None = None  # the standalone helper the fixed file imports
+    helper_written: bool = False  # this run wrote that helper
 
 
 @dataclass
@@ -97,10 +101,14 @@ def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[File
     settings = project.settings_for(config)
     options = replace(options, max_file_size=config.max_file_size)
     unreadable: list[tuple[Path, str]] = []
+    found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable)
+    tree = project.scan_tree(found, config.max_file_size)
+    if tree.own_cuda_method:
+        settings = replace(settings, own_cuda_method=True)
     tasks = [
-        (path, kind, rules_for(path, enabled, config), settings, options)
-        for path, kind in discover(paths, config, force_exclude=options.force_exclude,
-                                   errors=unreadable)
+        (path, kind, rules_for(path, enabled, config),
+         project.file_settings(settings, config, path, kind), options)
+        for path, kind in found if path not in tree.helper_copies
     ]
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
     jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
@@ -108,8 +116,26 @@ def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[File
         reports += check_all(tasks, jobs)
     except Interrupted as stop:
         stop.reports[:0] = reports
+        if options.fix and not options.diff:  # the files written import it
+            write_helpers(stop.reports)
         raise
+    if options.fix and not options.diff:
+        write_helpers(reports)
     return sorted(reports, key=lambda report: report.path)
+
+
+def write_helpers(reports: Sequence[FileReport]) -> None:
+    """Write the standalone helper where fixed files now import it and it is missing."""
+    for report in reports:
+        if report.helper is None or report.helper.exists():
+            continue
+        try:
+            write_helper(report.helper, force=False)
+        except OSError as error:
+            report.findings.append(error_finding(
+                report.path, f"cannot write the device helper {report.helper}: {error}"))
+            continue
+        report.helper_written = True
 
 
 # Below this many files a second process costs more than it saves.
@@ -206,6 +232,8 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
     report = FileReport(job.path, findings, text, applied)
     if fixed == job.data:
         return report
+    if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
+        report.helper = job.settings.helper_file
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
@@ -224,6 +252,11 @@ def _left_as_it_was(job: Job, reason: str) -> FileReport:
     report = isolated(checker_for(job.kind), unfixed)
     report.findings.insert(0, error_finding(job.path, reason))
     return report
+
+
+def imports_module(text: str, module: str) -> bool:
+    """Whether `text` (Python, or a notebook's JSON) has `from <module> import`."""
+    return re.search(rf"(?:^|[\s\"])from\s+{re.escape(module)}\s+import\b", text) is not None
 
 
 def check_other(job: Job) -> FileReport:
