@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudalint.config import DEFAULT_MAX_FILE_SIZE
+from cudalint.engine.reader import ReadError, read_regular
 from cudalint.kinds import FileKind
 
 HELPER_NAME = "_device"
@@ -58,7 +60,7 @@ def _free_name(home: Path) -> str:
     """`_device`, unless the project has a `_device.py` that is not the helper."""
     existing = home / f"{HELPER_NAME}.py"
     try:
-        data = existing.read_bytes()
-    except OSError:
+        data = read_regular(existing, DEFAULT_MAX_FILE_SIZE)
+    except ReadError:
         return HELPER_NAME
     return HELPER_NAME if is_helper_copy(data) else FALLBACK_NAME

@@ -20,8 +20,9 @@ def add(cells: list[Any], changed: dict[int, str | list[str]], needs: Needs,
     code cell is inserted before the first code cell, and its 1-based number is returned."""
     from cudalint.engine.notebook import read_cell
 
-    code_cells = [(i, c) for i, c in enumerate(cells)
-                  if isinstance(c, dict) and c.get("cell_type") == "code"]
+    code_cells = [(i, c) for i, c in enumerate(cells)  # a cell not read is not rewritten
+                  if isinstance(c, dict) and c.get("cell_type") == "code"
+                  and _readable(c.get("source", ""))]
     sources = {i: _text(changed.get(i, c.get("source", ""))) for i, c in code_cells}
     wanted = _missing(sources.values(), needs, helper_module)
     if not wanted:
@@ -37,6 +38,11 @@ def add(cells: list[Any], changed: dict[int, str | list[str]], needs: Needs,
                 else fixed
             return None
     return _insert_cell(cells, changed, code_cells, wanted, helper_module)
+
+
+def _readable(source: object) -> bool:
+    return isinstance(source, str) or (
+        isinstance(source, list) and all(isinstance(part, str) for part in source))
 
 
 def _text(source: object) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 from packaging.version import InvalidVersion, Version
 
+from cudalint.engine.reader import read_text
 from cudalint.engine.setup_py import SetupFacts
 from cudalint.formats.requirements import read_lines, requirement
 
@@ -62,17 +63,10 @@ def declares(root: Path, setup: SetupFacts, name: str) -> bool:
                for spec in specs)
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _requirements_files(root: Path) -> Iterator[str]:
     paths = [*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]
     for path in sorted(paths):
-        text = _read(path)
+        text = read_text(path)
         if text is not None:
             yield from (line.text for line in read_lines(text.splitlines()) if not line.option)
 
@@ -97,7 +91,7 @@ def _version(text: str) -> Floor | None:
 
 
 def _pyproject(path: Path) -> dict[str, Any]:
-    text = _read(path)
+    text = read_text(path)
     if text is None:
         return {}
     try:
@@ -143,7 +137,7 @@ def _strings(value: object) -> list[str]:
 
 
 def _setup_cfg(path: Path) -> Iterator[str]:
-    text = _read(path)
+    text = read_text(path)
     if text is None:
         return
     parser = configparser.ConfigParser(interpolation=None)
@@ -163,7 +157,7 @@ def _setup_cfg(path: Path) -> Iterator[str]:
 
 def _from_environments(root: Path) -> Iterator[Floor]:
     for path in sorted([*root.glob("environment*.yml"), *root.glob("environment*.yaml")]):
-        text = _read(path)
+        text = read_text(path)
         if text is None:
             continue
         try:
