@@ -78,11 +78,31 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+def find_project_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` holding a pyproject.toml or a .git."""
+    start = start.resolve()
+    for folder in [start, *start.parents]:
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return None
+
+
+def default_root(start: Path) -> Path:
+    """The project root without a configuration: the nearest pyproject.toml or git root, else
+    the current folder when `start` is in it (as ruff), else `start`'s folder."""
+    folder = start.resolve() if start.is_dir() else start.resolve().parent
+    found = find_project_root(folder)
+    if found is not None:
+        return found
+    here = Path.cwd()
+    return here if folder == here or here in folder.parents else folder
+
+
 def load_config(start: Path, explicit: Path | None = None) -> Config:
     """Settings for a run over paths under `start`; `explicit` is `--config PATH`."""
     path = explicit or find_pyproject(start)
     if path is None:
-        return Config(root=start.resolve() if start.is_dir() else start.resolve().parent)
+        return Config(root=default_root(start))
     if not path.is_file():
         raise ConfigError(f"{path}: no such configuration file")
     try:

@@ -23,7 +23,7 @@ def discover(
     an exclude pattern matches it, unless `force_exclude` (as ruff's --force-exclude, which
     pre-commit hooks use since they pass every file explicitly)."""
     excluded_kinds = {kind.lower() for kind in config.exclude_kinds}
-    exclude = pathspec.GitIgnoreSpec.from_lines([*config.exclude, *config.extend_exclude])
+    exclude = _exclude_spec(config)
     found: dict[Path, FileKind] = {}
     for path in paths:
         if not path.exists():
@@ -40,6 +40,17 @@ def discover(
             if kind is not None and kind.value not in excluded_kinds:
                 found[file] = kind
     return sorted(found.items())
+
+
+def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
+    """Whether --force-exclude skips `path`, which need not exist (standard input's name)."""
+    if kind.value in {k.lower() for k in config.exclude_kinds}:
+        return True
+    return _skipped(path.resolve(), False, config, _exclude_spec(config), [])
+
+
+def _exclude_spec(config: Config) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines([*config.exclude, *config.extend_exclude])
 
 
 def _explicit_kind(path: Path) -> FileKind | None:

@@ -12,7 +12,7 @@ from cudalint.engine.context import Settings
 from cudalint.engine.fixer import apply_fixes, non_overlapping
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import BOM, PythonResult, lint_python
-from cudalint.finding import Applicability
+from cudalint.finding import Applicability, Finding
 from cudalint.rules.base import PythonRule
 
 # Fixes that overlap wait for the next pass; nested `.cuda()` chains need one pass per level.
@@ -28,6 +28,7 @@ class FixOutcome:
     data: bytes  # the fixed source, unchanged when no fix applied
     applied: int
     result: PythonResult  # findings left after fixing
+    found: list[Finding]  # findings before fixing
 
 
 def allowed(applicability: Applicability, unsafe: bool) -> bool:
@@ -46,6 +47,7 @@ def fix_python(
     bom = BOM if data.startswith(BOM) else b""
     current, applied = data, 0
     result = lint_python(current, path, rules, settings, prefilter=prefilter)
+    found = result.findings
     for _ in range(MAX_PASSES):
         chosen = non_overlapping(
             (fix, where)
@@ -60,7 +62,7 @@ def fix_python(
             break
         current, applied = fixed, applied + len(chosen)
         result = lint_python(current, path, rules, settings, prefilter=prefilter)
-    return FixOutcome(current, applied, result)
+    return FixOutcome(current, applied, result, found)
 
 
 def _check_parses(data: bytes, path: Path) -> None:

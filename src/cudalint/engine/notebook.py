@@ -62,17 +62,21 @@ def check_notebook(job: Job) -> FileReport:
         return FileReport(job.path, [], text)
     fixing = job.options.fix or job.options.diff
     findings: list[Finding] = []
+    found_before: list[Finding] = []  # with --fix: the findings before fixing
     applied = 0
     changed: dict[int, str | list[str]] = {}  # 0-based cell index -> its new source
     for index, raw in enumerate(cells, start=1):
         if not isinstance(raw, dict) or raw.get("cell_type") != "code":
             continue
         cell = read_cell(_source(raw))
-        findings.extend(_shell_findings(job, cell, index))
+        shell = _shell_findings(job, cell, index)
+        findings.extend(shell)
+        found_before.extend(shell)
         if cell.python is None:
             continue
         if fixing:
-            fixed, count, found = _fix_cell(job, cell)
+            fixed, count, found, before = _fix_cell(job, cell)
+            found_before.extend(replace(finding, cell=index) for finding in before)
             if count:
                 changed[index - 1] = _as_stored(fixed, raw.get("source"))
                 applied += count
@@ -84,14 +88,14 @@ def check_notebook(job: Job) -> FileReport:
     if not fixing:
         return FileReport(job.path, findings, text)
     if not changed:
-        return finish_fix(job, job.data, 0, findings)
+        return finish_fix(job, job.data, 0, findings, found_before)
     written = splice_sources(text, cells, changed)
     if written is None:  # the sources could not be found in the text: write it anew
         for index, source in changed.items():
             cells[index]["source"] = source
         written = dump(notebook, text)
     bom = BOM if job.data.startswith(BOM) else b""
-    return finish_fix(job, bom + written.encode(), applied, findings)
+    return finish_fix(job, bom + written.encode(), applied, findings, found_before)
 
 
 def _load(job: Job) -> tuple[str, dict[str, Any]] | Finding:
@@ -212,20 +216,21 @@ def _shell_findings(job: Job, cell: Cell, index: int) -> list[Finding]:
     return [replace(finding, cell=index) for finding in found]
 
 
-def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding]]:
-    """The fixed cell text, the fixes applied, and the findings left."""
+def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], list[Finding]]:
+    """The fixed cell text, the fixes applied, the findings left and those before fixing."""
     assert cell.python is not None
     try:
         outcome = fix_python(cell.python.encode(), job.path, job.python_rules, job.settings,
                              unsafe=job.options.unsafe_fixes, prefilter=job.prefilter)
     except FixError as error:
-        return cell.text, 0, [error_finding(job.path, str(error))]
+        errors = [error_finding(job.path, str(error))]
+        return cell.text, 0, errors, errors
     fixed = _unmasked(outcome.data.decode(), cell.originals)
     if fixed is None:  # a fix moved a placeholder: leave the cell as it was
         result = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter)
-        return cell.text, 0, result.findings
-    return fixed, outcome.applied, outcome.result.findings
+        return cell.text, 0, result.findings, result.findings
+    return fixed, outcome.applied, outcome.result.findings, outcome.found
 
 
 def _unmasked(text: str, originals: dict[int, str]) -> str | None:
