@@ -87,22 +87,23 @@ def find_project_root(start: Path) -> Path | None:
     return None
 
 
-def default_root(start: Path) -> Path:
-    """The project root without a configuration: the nearest pyproject.toml or git root, else
-    the current folder when `start` is in it (as ruff), else `start`'s folder."""
-    folder = start.resolve() if start.is_dir() else start.resolve().parent
-    found = find_project_root(folder)
+def project_root(config: Config) -> Path:
+    """The project's root: the configuration's folder, else the nearest folder holding a
+    pyproject.toml or a .git, else the current folder when the run is inside it (as ruff)."""
+    if config.source is not None:
+        return config.root
+    found = find_project_root(config.root)
     if found is not None:
         return found
-    here = Path.cwd()
-    return here if folder == here or here in folder.parents else folder
+    here = Path.cwd().resolve()
+    return here if here == config.root or here in config.root.parents else config.root
 
 
 def load_config(start: Path, explicit: Path | None = None) -> Config:
     """Settings for a run over paths under `start`; `explicit` is `--config PATH`."""
     path = explicit or find_pyproject(start)
     if path is None:
-        return Config(root=default_root(start))
+        return Config(root=start.resolve() if start.is_dir() else start.resolve().parent)
     if not path.is_file():
         raise ConfigError(f"{path}: no such configuration file")
     try:

@@ -197,3 +197,9 @@ def test_mps_ops_says_which_table_it_uses(capsys):
     assert json.loads(out)["exact"] is False and json.loads(out)["torch"] == "2.13.0"
     assert err == ("cudalint mps-ops: no table for torch 2.3: the oldest shipped one, "
                    "torch 2.13.0, is shown\n")
+
+
+def test_force_exclude_without_any_project_marker_uses_the_current_folder(chdir_tmp, capsys):
+    _write(chdir_tmp, "dist/lib/gen.py", TRAIN)
+    assert _run(capsys, "check", "--force-exclude", "dist/lib/gen.py")[0] == 0
+    assert _run(capsys, "check", "dist/lib/gen.py")[0] == 1

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from cudalint import rules
-from cudalint.config import Config, ConfigError, load_config
+from cudalint.config import Config, ConfigError, load_config, project_root
 from cudalint.discovery import MissingPathError
 from cudalint.engine.runner import FileReport, RunOptions, run, validate_selectors
 
@@ -91,7 +91,7 @@ def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOpti
     from cudalint.output import github, gitlab, json_format, junit, sarif
 
     machine = {"json": json_format.render, "github": github.render, "junit": junit.render,
-               "sarif": sarif.render, "gitlab": lambda r: gitlab.render(r, config.root)}
+               "sarif": sarif.render, "gitlab": lambda r: gitlab.render(r, project_root(config))}
     if args.output_format in machine:
         out.write(machine[args.output_format](reports))
         return
