@@ -115,6 +115,8 @@ def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOpti
     elif not args.quiet:
         text.render_footer(reports, console, fixing=options.fix, diff=options.diff,
                            unsafe=options.unsafe_fixes)
+    if not args.quiet:
+        text.render_helpers(reports, console, diff=options.diff)
 
 
 def _exit_code(reports: list[FileReport], args: argparse.Namespace) -> int:

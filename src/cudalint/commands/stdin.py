@@ -2,7 +2,9 @@
 
 As ruff: the name gives the file kind, the configuration and the per-file-ignores; with
 `--fix` the fixed text goes to stdout (the input itself when nothing changes or the name is
-excluded) and the findings to stderr; without a name the buffer is Python.
+excluded) and the findings to stderr; without a name the buffer is Python. Nothing is written
+to disk: fixes import the project's standalone helper only where it already exists, as in the
+editor, else the configured helper module.
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ def check(name: Path | None, config: Config, options: RunOptions) -> FileReport:
                         and is_excluded(name, kind, config)):
         return _unchecked(path, data, options)
     enabled = rules_for(path, selected_rules(config, options), config)
-    report = check_file(path, kind, enabled, project.settings_for(config), options, data=data)
+    settings = project.settings_for(config)
+    if name is not None:  # as in the editor: the project's own helper only where it exists
+        settings = project.file_settings(settings, config, path, kind, existing_only=True)
+    report = check_file(path, kind, enabled, settings, options, data=data)
     if options.fix and report.fixed_data is None:  # nothing to fix, or it could not be
         report.fixed_data = data
     return report
