@@ -42,7 +42,7 @@ class Cache:
     salt: str  # the part of every key that is the same for the whole run
 
     @classmethod
-    def open(cls, root: Path, settings: Settings, want_edits: bool) -> Cache | None:
+    def open(cls, root: Path, want_edits: bool) -> Cache | None:
         """The cache of the project at `root`, or None when it is turned off or unwritable."""
         if os.environ.get(NO_CACHE_ENV, "") not in ("", "0"):
             return None
@@ -51,13 +51,14 @@ class Cache:
             _prepare(folder)
         except OSError:
             return None
-        salt = json.dumps([cudalint.__version__, _installed_files(), _settings(settings),
-                           want_edits])
+        salt = json.dumps([cudalint.__version__, _installed_files(), want_edits])
         return cls(folder, salt)
 
-    def key(self, path: Path, kind: FileKind, rules: Sequence[type[Rule]], data: bytes) -> str:
+    def key(self, path: Path, kind: FileKind, rules: Sequence[type[Rule]], settings: Settings,
+            data: bytes) -> str:
         rule_ids = [f"{r.code}:{r.__module__}.{r.__qualname__}" for r in rules]
-        head = json.dumps([self.salt, str(path.resolve()), kind.value, rule_ids])
+        head = json.dumps([self.salt, str(path.resolve()), kind.value, rule_ids,
+                           _settings(settings)], default=repr)
         return hashlib.sha256(head.encode() + b"\0" + data).hexdigest()
 
     def load(self, key: str, path: Path) -> tuple[list[Finding], str | None] | None:
