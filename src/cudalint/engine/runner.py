@@ -5,9 +5,10 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from cudalint.engine.writer import write_atomic
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind, SourceFile
+from cudalint.runtime.helper import write_helper
 
 if TYPE_CHECKING:
     from cudalint.rules.base import FileRule, PythonRule, Rule
@@ -47,6 +49,8 @@ class FileReport:
     text: str | None = None  # the checked text (after fixing), for source excerpts
     fixed: int = 0  # fixes applied (or, with --diff, that would be)
     diff: str = ""
+    helper: Path | None = None  # the standalone helper the fixed file imports
+    helper_written: bool = False  # this run wrote that helper
 
 
 @dataclass
@@ -98,16 +102,40 @@ def validate_selectors(config: Config) -> None:
 def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
+    found = discover(paths, config, force_exclude=options.force_exclude)
+    tree = project.scan_tree(found)
+    if tree.own_cuda_method:
+        settings = replace(settings, own_cuda_method=True)
     tasks = [
-        (path, kind, rules_for(path, enabled, config), settings, options)
-        for path, kind in discover(paths, config, force_exclude=options.force_exclude)
+        (path, kind, rules_for(path, enabled, config),
+         project.file_settings(settings, config, path, kind), options)
+        for path, kind in found if path not in tree.helper_copies
     ]
     jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
     if jobs < 2:
-        return [check_file(*task) for task in tasks]
-    # Each file is checked (and fixed) on its own, so processes share nothing but the results.
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_check_task, tasks, chunksize=8))
+        reports = [check_file(*task) for task in tasks]
+    else:
+        # Each file is checked (and fixed) on its own, so processes share nothing but the
+        # results.
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            reports = list(pool.map(_check_task, tasks, chunksize=8))
+    if options.fix and not options.diff:
+        write_helpers(reports)
+    return reports
+
+
+def write_helpers(reports: Sequence[FileReport]) -> None:
+    """Write the standalone helper where fixed files now import it and it is missing."""
+    for report in reports:
+        if report.helper is None or report.helper.exists():
+            continue
+        try:
+            write_helper(report.helper, force=False)
+        except OSError as error:
+            report.findings.append(error_finding(
+                report.path, f"cannot write the device helper {report.helper}: {error}"))
+            continue
+        report.helper_written = True
 
 
 # Below this many files a second process costs more than it saves.
@@ -172,12 +200,19 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
     report = FileReport(job.path, findings, text, applied)
     if fixed == job.data:
         return report
+    if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
+        report.helper = job.settings.helper_file
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
     else:
         write_atomic(job.path, fixed)
     return report
+
+
+def imports_module(text: str, module: str) -> bool:
+    """Whether `text` (Python, or a notebook's JSON) has `from <module> import`."""
+    return re.search(rf"(?:^|[\s\"])from\s+{re.escape(module)}\s+import\b", text) is not None
 
 
 def check_other(job: Job) -> FileReport:
