@@ -110,7 +110,7 @@ def _load_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         del sys.modules[name]
         raise TargetCrashed(crash_from(exc, resolved, phase="import")) from None
     return module
@@ -126,7 +126,7 @@ def _import_module(spec: TargetSpec) -> ModuleType:
         if exc.name and (spec.location + ".").startswith(exc.name + "."):
             raise HarnessError(f"no module named {exc.name!r} (TARGET {spec.text!r})") from None
         raise TargetCrashed(crash_from(exc, None, phase="import")) from None
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         raise TargetCrashed(crash_from(exc, None, phase="import")) from None
 
 
@@ -180,7 +180,7 @@ def run_target(target: Target, device: torch.device) -> Outcome:
         seed_everything()
         try:
             output = target.function(*args, **kwargs)
-        except (Exception, SystemExit) as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
             crash = crash_from(exc, target.source, phase="run")
             return Outcome(None, crash, time.perf_counter() - started)
     return Outcome(output, None, time.perf_counter() - started)
