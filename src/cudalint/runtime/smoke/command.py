@@ -56,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "stdout instead of the table)")
     parser.add_argument("--allow-fallback", action="store_true",
                         help="on MPS, report CPU fallbacks and mixed-device ops as warnings")
+    parser.add_argument("--batch-sizes", type=_sizes, default=(), metavar="1,8,32",
+                        help="also run at each batch size (the target takes batch_size): peak "
+                             "memory and time of each, up to the first out-of-memory")
+    parser.add_argument("--interrupt", type=_count, default=0, metavar="N",
+                        help="also run N steps, checkpoint, resume in a fresh process for N more "
+                             "and compare with 2N steps in one go (the target takes steps and "
+                             "resume)")
     parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help="stop a target that runs longer (default %(default)g); a failed run")
     parser.add_argument("--in-process", action="store_true",
@@ -63,6 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
                              "a target that exits or crashes the interpreter ends the harness")
     parser.add_argument(WORKER_FLAG, dest="worker_json", help=argparse.SUPPRESS)
     return parser
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of sizes like 1,8,32") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("sizes are whole numbers from 1 up, like 1,8,32")
+    return sizes
 
 
 def _seconds(text: str) -> float:
@@ -270,6 +287,8 @@ def _options(args: argparse.Namespace, spec: TargetSpec) -> SmokeOptions:
         tolerance=Tolerance(rtol=args.rtol, atol=args.atol),
         repeat=args.repeat,
         allow_fallback=args.allow_fallback,
+        batch_sizes=args.batch_sizes,
+        interrupt=args.interrupt,
     )
 
 

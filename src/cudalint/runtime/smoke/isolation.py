@@ -47,7 +47,7 @@ def run_child(argv: list[str], timeout: float) -> ChildResult:
         path = Path(folder) / "report.json"
         command = [sys.executable, "-m", "cudalint.runtime.smoke", *argv, WORKER_FLAG, str(path)]
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=_child_env(),
+                                   stdin=subprocess.DEVNULL, env=child_env(),
                                    start_new_session=True)
         returncode: int | None
         try:
@@ -64,7 +64,7 @@ def run_child(argv: list[str], timeout: float) -> ChildResult:
         return ChildResult(returncode, output.decode("utf-8", errors="replace"), _read(path))
 
 
-def _child_env() -> dict[str, str]:
+def child_env() -> dict[str, str]:
     """This environment, with this cudalint importable in the child."""
     env = dict(os.environ)
     root = str(Path(cudalint.__file__).resolve().parent.parent)
