@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -13,7 +14,9 @@ from cudalint.engine.fixer import apply_fixes, non_overlapping
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import BOM, PythonResult, lint_python
 from cudalint.finding import Applicability
-from cudalint.rules.base import PythonRule
+
+if TYPE_CHECKING:
+    from cudalint.rules.base import PythonRule
 
 # Fixes that overlap wait for the next pass; nested `.cuda()` chains need one pass per level.
 MAX_PASSES = 10

@@ -15,7 +15,7 @@ import libcst as cst
 
 from cudalint.engine import guards, scopes
 from cudalint.engine.bindings import bound_names
-from cudalint.rules.base import Report
+from cudalint.engine.report import Report
 
 T = TypeVar("T")
 

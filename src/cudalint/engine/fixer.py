@@ -12,8 +12,8 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import CodeRange
 
 from cudalint.engine.context import dotted_name
+from cudalint.engine.report import NodeFix
 from cudalint.finding import Edit, Position
-from cudalint.rules.base import NodeFix
 
 if TYPE_CHECKING:
     from cudalint.engine.context import Settings

@@ -21,7 +21,7 @@ from typing import Any
 from cudalint.engine import noqa
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.python import BOM, error_finding, lint_python
-from cudalint.engine.runner import CHECKERS, FileReport, Job, finish_fix, run_file_rules
+from cudalint.engine.runner import FileReport, Job, finish_fix, run_file_rules
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
 
@@ -310,5 +310,3 @@ def dump(notebook: Any, original: str) -> str:
         text += "\r\n" if original.endswith("\r\n") else "\n"
     return text
 
-
-CHECKERS[FileKind.NOTEBOOK] = check_notebook

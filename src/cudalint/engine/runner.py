@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cudalint import rules as registry
 from cudalint.config import Config, ConfigError
 from cudalint.discovery import discover
 from cudalint.engine import noqa, project
@@ -22,7 +22,9 @@ from cudalint.engine.writer import write_atomic
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, PythonRule, Rule
+
+if TYPE_CHECKING:
+    from cudalint.rules.base import FileRule, PythonRule, Rule
 
 
 @dataclass
@@ -61,12 +63,24 @@ class Job:
     options: RunOptions
 
 
-# A checker per file kind; the notebook checker registers itself here.
 Checker = Callable[[Job], FileReport]
-CHECKERS: dict[FileKind, Checker] = {}
 
 
+def checker_for(kind: FileKind) -> Checker:
+    """The checker of a non-Python file kind. The notebook checker builds on this module, so
+    it is imported when the first notebook comes up (which also spares every other run it)."""
+    if kind is FileKind.NOTEBOOK:
+        from cudalint.engine.notebook import check_notebook
+
+        return check_notebook
+    return check_other
+
+
+# The engine sits below the rules: the registry (which imports every rule module) is loaded
+# when a run selects its rules, never by importing the engine.
 def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...]:
+    from cudalint import rules as registry
+
     select = options.select if options.select is not None else config.select
     ignore = options.ignore if options.ignore is not None else config.ignore
     return registry.select([*select, *config.extend_select, *options.extend_select], ignore)
@@ -74,6 +88,8 @@ def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...
 
 def validate_selectors(config: Config) -> None:
     """Raise ConfigError for a `select`/`ignore` entry that names no rule."""
+    from cudalint import rules as registry
+
     for selector in [*config.select, *config.ignore, *config.extend_select]:
         if not registry.is_known_selector(selector):
             raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
@@ -118,6 +134,8 @@ def check_file(
             data = path.read_bytes()
         except OSError as error:
             return FileReport(path, [error_finding(path, f"cannot read: {error.strerror}")])
+    from cudalint.rules.base import FileRule, PythonRule
+
     python_rules = tuple(r for r in rules if issubclass(r, PythonRule))
     job = Job(
         path=path,
@@ -131,7 +149,7 @@ def check_file(
     )
     if kind is FileKind.PYTHON:
         return check_python(job)
-    return CHECKERS.get(kind, check_other)(job)
+    return checker_for(kind)(job)
 
 
 def check_python(job: Job) -> FileReport:
@@ -139,7 +157,7 @@ def check_python(job: Job) -> FileReport:
     if not (options.fix or options.diff):
         result = lint_python(job.data, job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter, want_edits=options.want_edits)
-        return FileReport(job.path, result.findings, _text(result.module))
+        return FileReport(job.path, result.findings, result.text)
     try:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
@@ -226,11 +244,3 @@ def _matches(path: Path, pattern: str, root: Path) -> bool:
         relative = path.as_posix()
     return fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern)
 
-
-def _text(module: object) -> str | None:
-    code = getattr(module, "code", None)
-    return code if isinstance(code, str) else None
-
-
-# The notebook checker registers itself in CHECKERS; it imports this module, so it comes last.
-from cudalint.engine import notebook as _notebook  # noqa: E402, F401

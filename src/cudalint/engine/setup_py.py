@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 
 import libcst as cst
-import libcst.matchers as m
+
+from cudalint.engine.traversal import find_all
 
 # The fallback for a setup.py LibCST cannot parse (Python 2 prints, ...).
 _EXTENSION = re.compile(r"CUDAExtension\(\s*(?:name\s*=\s*)?['\"]([\w.]+)['\"]")
@@ -155,7 +156,7 @@ def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression
 
 def _names_in(expr: cst.BaseExpression) -> list[str]:
     names = []
-    for node in m.findall(expr, m.Name() | m.Attribute()):
+    for node in find_all(expr, (cst.Name, cst.Attribute)):
         name = _last_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
         if name:
             names.append(name)
@@ -164,7 +165,7 @@ def _names_in(expr: cst.BaseExpression) -> list[str]:
 
 def _has_cu(call: cst.Call) -> bool:
     """A literal `.cu` source among the call's arguments (`sources=["k.cu"]`, globs too)."""
-    for string in m.findall(call, m.SimpleString()):
+    for string in find_all(call, (cst.SimpleString,)):
         value = string.evaluated_value if isinstance(string, cst.SimpleString) else None
         if isinstance(value, str) and value.endswith(_CUDA_SOURCE):
             return True

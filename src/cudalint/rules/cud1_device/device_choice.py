@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
 
 from cudalint.engine.guards import is_cuda_probe, names_cuda_flag
+from cudalint.engine.traversal import find_all
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.device_strings import (
@@ -204,7 +204,7 @@ class CudaOrCpuChoice(PythonRule):
                      self.ctx.module)
         target = choice.target.target if choice.target else _assigned_name(self.ctx)
         code = self.ctx.module.code_for_node
-        for node in m.findall(scope, m.Call() | m.Assign()):
+        for node in find_all(scope, (cst.Call, cst.Assign)):
             if isinstance(node, cst.Call) and self.ctx.call_name(node) in _MPS_PROBES:
                 return True
             if isinstance(node, cst.Assign) and target is not None and _is_mps(node.value) \
