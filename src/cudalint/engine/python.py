@@ -12,7 +12,7 @@ from libcst.metadata import CodeRange
 
 from cudalint.engine import noqa
 from cudalint.engine.context import PythonContext, Settings
-from cudalint.engine.fixer import fix_edits
+from cudalint.engine.fixer import EditPlanner
 from cudalint.engine.outline import outline
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
@@ -94,6 +94,7 @@ def _positioned(
     module = ctx.module
     suppress = noqa.parse_python_noqa(result.text or "")
     seen: set[tuple[str, int, int]] = set()
+    planner = EditPlanner(module, positions, settings) if want_edits else None
     for report in ctx.reports:
         finding = _finding(report, positions[report.node], path, cell)
         key = (report.code, finding.location.row, finding.location.column)
@@ -101,7 +102,7 @@ def _positioned(
             continue
         seen.add(key)
         if report.fix is not None:
-            edits = fix_edits(module, report.fix, positions, settings) if want_edits else ()
+            edits = planner.edits(report.fix) if planner is not None else ()
             fix = Fix(report.fix.applicability, report.fix.message, edits)
             finding = replace(finding, fix=fix)
             result.fixes.append((finding, report.fix, positions[report.fix.target]))

@@ -5,9 +5,10 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from cudalint.config import Config, ConfigError
 from cudalint.discovery import discover
 from cudalint.engine import noqa, project
 from cudalint.engine.autofix import FixError, fix_python
+from cudalint.engine.cache import Cache
 from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import error_finding, lint_python
@@ -22,6 +24,7 @@ from cudalint.engine.writer import write_atomic
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind, SourceFile
+from cudalint.runtime.helper import write_helper
 
 if TYPE_CHECKING:
     from cudalint.rules.base import FileRule, PythonRule, Rule
@@ -38,6 +41,8 @@ class RunOptions:
     select: list[str] | None = None  # override the configuration's
     ignore: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
+    cache: bool = False  # read and write the project's lint cache (the CLI does by default)
+    lint_cache: Cache | None = None  # that cache, opened by `run`
 
 
 @dataclass
@@ -47,6 +52,8 @@ class FileReport:
     text: str | None = None  # the checked text (after fixing), for source excerpts
     fixed: int = 0  # fixes applied (or, with --diff, that would be)
     diff: str = ""
+    helper: Path | None = None  # the standalone helper the fixed file imports
+    helper_written: bool = False  # this run wrote that helper
 
 
 @dataclass
@@ -95,23 +102,76 @@ def validate_selectors(config: Config) -> None:
             raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
 
 
-def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
+Progress = Callable[[int, int], None]  # called with (files done, files in all) after each
+
+
+def run(
+    paths: Sequence[Path], config: Config, options: RunOptions, progress: Progress | None = None
+) -> list[FileReport]:
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
+    found = discover(paths, config, force_exclude=options.force_exclude)
+    tree = project.scan_tree(found)
+    if tree.own_cuda_method:
+        settings = replace(settings, own_cuda_method=True)
+    if options.cache and not (options.fix or options.diff):
+        options = replace(options, lint_cache=Cache.open(config.root, options.want_edits))
     tasks = [
-        (path, kind, rules_for(path, enabled, config), settings, options)
-        for path, kind in discover(paths, config, force_exclude=options.force_exclude)
+        (path, kind, rules_for(path, enabled, config),
+         project.file_settings(settings, config, path, kind), options)
+        for path, kind in found if path not in tree.helper_copies
     ]
-    jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
+    reports = []
+    for report in _check_all(tasks, pool_size(options.jobs, len(tasks))):
+        reports.append(report)
+        if progress is not None:
+            progress(len(reports), len(tasks))
+    if options.fix and not options.diff:
+        write_helpers(reports)
+    return reports
+
+
+def _check_all(
+    tasks: list[tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions]], jobs: int
+) -> Iterator[FileReport]:
     if jobs < 2:
-        return [check_file(*task) for task in tasks]
+        yield from (check_file(*task) for task in tasks)
+        return
     # Each file is checked (and fixed) on its own, so processes share nothing but the results.
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_check_task, tasks, chunksize=8))
+        yield from pool.map(_check_task, tasks, chunksize=8)
+
+
+def write_helpers(reports: Sequence[FileReport]) -> None:
+    """Write the standalone helper where fixed files now import it and it is missing."""
+    for report in reports:
+        if report.helper is None or report.helper.exists():
+            continue
+        try:
+            write_helper(report.helper, force=False)
+        except OSError as error:
+            report.findings.append(error_finding(
+                report.path, f"cannot write the device helper {report.helper}: {error}"))
+            continue
+        report.helper_written = True
 
 
 # Below this many files a second process costs more than it saves.
 _FILES_PER_PROCESS = 16
+
+
+def pool_size(requested: int | None, files: int) -> int:
+    """Processes for a run: `--jobs`, else one per core this process may use; one under
+    pre-commit, which already runs a hook per core, each on its own share of the files."""
+    if requested is None and os.environ.get("PRE_COMMIT"):
+        return 1
+    return max(1, min(requested or _usable_cores(), files // _FILES_PER_PROCESS))
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):  # a container or `taskset` may allow fewer than all
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _check_task(
@@ -129,6 +189,8 @@ def check_file(
     data: bytes | None = None,
 ) -> FileReport:
     """Check one file (from `data` when given: an editor's unsaved buffer)."""
+    if data is None and options.lint_cache is not None:
+        return _check_cached(options.lint_cache, path, kind, rules, settings, options)
     if data is None:
         try:
             data = path.read_bytes()
@@ -152,6 +214,29 @@ def check_file(
     return checker_for(kind)(job)
 
 
+def _check_cached(
+    cache: Cache,
+    path: Path,
+    kind: FileKind,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    options: RunOptions,
+) -> FileReport:
+    """A report replayed from the cache, or checked and stored there."""
+    uncached = replace(options, lint_cache=None)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return check_file(path, kind, rules, settings, uncached)  # reports why
+    key = cache.key(path, kind, rules, settings, data)
+    hit = cache.load(key, path)
+    if hit is not None:
+        return FileReport(path, *hit)
+    report = check_file(path, kind, rules, settings, uncached, data)
+    cache.store(key, path, report.findings, report.text)
+    return report
+
+
 def check_python(job: Job) -> FileReport:
     options = job.options
     if not (options.fix or options.diff):
@@ -172,12 +257,19 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
     report = FileReport(job.path, findings, text, applied)
     if fixed == job.data:
         return report
+    if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
+        report.helper = job.settings.helper_file
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
     else:
         write_atomic(job.path, fixed)
     return report
+
+
+def imports_module(text: str, module: str) -> bool:
+    """Whether `text` (Python, or a notebook's JSON) has `from <module> import`."""
+    return re.search(rf"(?:^|[\s\"])from\s+{re.escape(module)}\s+import\b", text) is not None
 
 
 def check_other(job: Job) -> FileReport:
