@@ -21,7 +21,7 @@ class FileKind(str, enum.Enum):
     SHELL = "shell"  # *.sh, *.bash, *.slurm, *.sbatch, *.pbs
     MAKEFILE = "makefile"
     CMAKE = "cmake"  # CMakeLists.txt, *.cmake
-    CI = "ci"  # .github/workflows/*.yml, .gitlab-ci.yml
+    CI = "ci"  # .github/workflows/*.yml, .github/actions/*/action.yml, .gitlab-ci.yml
     CUDA_SOURCE = "cuda-source"  # *.cu, *.cuh
     SHARED_LIBRARY = "shared-library"  # *.so, *.so.N
 
@@ -78,6 +78,9 @@ def classify(path: Path) -> FileKind | None:
         (".yml", ".yaml")
     ):
         return FileKind.CI
+    if name in ("action.yml", "action.yaml") and len(parts) >= 4 \
+            and parts[-4:-2] == (".github", "actions"):
+        return FileKind.CI  # a composite action: .github/actions/<name>/action.yml
     if len(parts) >= 2 and parts[-2] == "requirements" and name.endswith((".txt", ".in")):
         return FileKind.REQUIREMENTS  # requirements/base.txt, requirements/gpu.in
     for kind, pattern in _NAME_PATTERNS:

@@ -35,7 +35,7 @@ def load_packages() -> tuple[CudaPackage, ...]:
             name=entry["name"],
             imports=tuple(entry.get("imports", ())),
             pip=tuple(normalize(p) for p in entry.get("pip", ())),
-            conda=tuple(entry.get("conda", ())),
+            conda=tuple(normalize(c) for c in entry.get("conda", ())),
             alternative=entry["alternative"],
             severity=Severity[entry.get("severity", "error").upper()],
         )
@@ -57,15 +57,10 @@ def by_import(module: str) -> CudaPackage | None:
     return None
 
 
-def by_pip(distribution: str) -> CudaPackage | None:
-    name = normalize(distribution)
-    return next((p for p in load_packages() if any(fnmatch.fnmatchcase(name, g) for g in p.pip)),
+def by_name(name: str) -> CudaPackage | None:
+    """The package a pip distribution or conda package name belongs to: one table serves
+    both, so `faiss-gpu` under conda and `cupy` under pip are found alike."""
+    normalized = normalize(name)
+    return next((p for p in load_packages()
+                 if any(fnmatch.fnmatchcase(normalized, g) for g in (*p.pip, *p.conda))),
                 None)
-
-
-def by_conda(name: str) -> CudaPackage | None:
-    lowered = name.lower()
-    return next(
-        (p for p in load_packages() if any(fnmatch.fnmatchcase(lowered, g) for g in p.conda)),
-        None,
-    )

@@ -1,70 +1,146 @@
-"""`cudalint report`: findings and smoke runs turned into MPS ready / dual-track / refused."""
+"""The decision on the three fixture projects, without and with smoke runs."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from cudalint.cli import main
-from cudalint.finding import Applicability, Finding, Fix, Position, Severity
-from cudalint.report.decision import Verdict, decide
+import pytest
+
+from cudalint.config import load_config
+from cudalint.report.audit import Audit, Effort, audit
+from cudalint.report.decision import SINGLE_DEVICE, Verdict, decide
+from cudalint.report.evidence import Evidence, run_from_dict
+from cudalint.report.paths import PathClass
+
+from .smoke_runs import smoke_json
+
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "report"
+
+MPS_PASS = smoke_json("mps")
+CPU_PASS = smoke_json("cpu", skipped=("compare",))
+MPS_FAIL = smoke_json("mps", failed={"compare": "2 difference(s) from the reference: logits"})
+CPU_FAIL = smoke_json("cpu", failed={"run": "RuntimeError: Found no NVIDIA driver"})
 
 
-def _finding(code: str, *, severity=Severity.ERROR, fixable=False, guarded=False) -> Finding:
-    where = Position(1, 1)
-    fix = Fix(Applicability.SAFE, "fix it") if fixable else None
-    finding = Finding(code, "message", Path("train.py"), where, where, severity, fix=fix)
-    return finding.with_guard() if guarded else finding
+@pytest.fixture(scope="module")
+def audits() -> dict[str, Audit]:
+    """Each project checked once, as it is and as the fixes would leave it."""
+    return {name: audit([FIXTURES / name], load_config(FIXTURES / name), jobs=1)
+            for name in ("ready", "dual_track", "refused")}
 
 
-def test_only_fixable_findings_are_ready():
-    decision = decide([_finding("CUD101", fixable=True), _finding("CUD102", fixable=True)])
-    assert decision.verdict is Verdict.READY
-    assert decision.counts["fixable"] == 2
+def _decide(audits: dict[str, Audit], name: str, *runs: dict[str, object]):
+    return decide(audits[name], [run_from_dict(run, f"{i}.json") for i, run in enumerate(runs)])
 
 
-def test_native_cuda_on_the_main_path_is_refused():
-    decision = decide([_finding("CUD101", fixable=True), _finding("CUD305")])
-    assert decision.verdict is Verdict.REFUSED
-    assert any("CUD305" in reason for reason in decision.reasons)
+@pytest.mark.parametrize(("project", "runs", "verdict", "evidence"), [
+    ("ready", (), Verdict.MAC_ALLOWED, Evidence.PROVISIONAL),
+    ("ready", (CPU_PASS,), Verdict.MAC_ALLOWED, Evidence.PORTABLE),
+    ("ready", (MPS_PASS,), Verdict.MAC_ALLOWED, Evidence.CONFIRMED),
+    ("ready", (CPU_PASS, MPS_PASS), Verdict.MAC_ALLOWED, Evidence.CONFIRMED),
+    ("ready", (MPS_FAIL,), Verdict.REFUSED, Evidence.SMOKE_FAILED),
+    ("ready", (CPU_FAIL,), Verdict.DUAL_TRACK, Evidence.SMOKE_FAILED),
+    ("dual_track", (), Verdict.DUAL_TRACK, Evidence.PROVISIONAL),
+    ("dual_track", (CPU_PASS,), Verdict.DUAL_TRACK, Evidence.PORTABLE),
+    ("dual_track", (MPS_PASS,), Verdict.DUAL_TRACK, Evidence.CONFIRMED),
+    ("dual_track", (MPS_FAIL,), Verdict.REFUSED, Evidence.SMOKE_FAILED),
+    ("refused", (), Verdict.REFUSED, Evidence.PROVISIONAL),
+    ("refused", (CPU_PASS,), Verdict.REFUSED, Evidence.PROVISIONAL),
+    ("refused", (MPS_PASS,), Verdict.REFUSED, Evidence.PROVISIONAL),
+    ("refused", (MPS_FAIL,), Verdict.REFUSED, Evidence.SMOKE_FAILED),
+])
+def test_verdict_and_evidence(audits, project, runs, verdict, evidence) -> None:
+    decision = _decide(audits, project, *runs)
+    assert (decision.verdict, decision.evidence) == (verdict, evidence)
 
 
-def test_guarded_library_and_tooling_make_dual_track():
-    assert decide([_finding("CUD201", guarded=True)]).verdict is Verdict.DUAL_TRACK
-    assert decide([_finding("CUD402")]).verdict is Verdict.DUAL_TRACK
-    assert decide([_finding("CUD110")]).verdict is Verdict.DUAL_TRACK  # to port by hand
+def test_fixable_only_project_is_provisional_mac_allowed(audits) -> None:
+    decision = _decide(audits, "ready")
+    assert decision.headline == "Mac allowed"
+    assert decision.effort["fixable"] == 3
+    assert decision.effort["by-hand"] == decision.effort["blocker"] == 0
+    assert "cudalint smoke" in decision.evidence_note and "--device mps" in decision.evidence_note
+    assert "3 finding(s) removed by `cudalint check --fix`" in str(decision.reasons[0])
 
 
-def test_advisories_do_not_change_readiness():
-    assert decide([_finding("CUD107", severity=Severity.INFO)]).verdict is Verdict.READY
+def test_cpu_run_shows_portability_only(audits) -> None:
+    decision = _decide(audits, "ready", CPU_PASS)
+    assert "portable, not that MPS works" in decision.evidence_note
+    assert "smoke_target.py:train_step --device mps" in decision.evidence_note
 
 
-def test_smoke_runs_weigh_in():
-    passed = {"verdict": "pass", "device": "mps", "hazards": []}
-    hazards = {"verdict": "pass", "device": "cpu", "hazards": [{"op": "aten::linalg_eig"}]}
-    failed_mps = {"verdict": "fail", "device": "mps",
-                  "checks": [{"name": "run", "status": "fail"}]}
-    assert decide([], [passed]).verdict is Verdict.READY
-    dual = decide([], [hazards])
-    assert dual.verdict is Verdict.DUAL_TRACK and "aten::linalg_eig" in dual.reasons[0]
-    refused = decide([], [failed_mps])
-    assert refused.verdict is Verdict.REFUSED and "run" in refused.reasons[0]
+def test_confirmed_names_the_mac(audits) -> None:
+    note = _decide(audits, "ready", MPS_PASS).evidence_note
+    assert "passed on MPS with outputs within tolerance" in note
+    assert "Apple M3 Max" in note
 
 
-def test_report_command_end_to_end(tmp_path, capsys):
-    (tmp_path / "train.py").write_text("import torch\nmodel = Net().cuda()\n")
-    (tmp_path / "ext.py").write_text("import fastattn._C\n")
-    smoke = tmp_path / "smoke.json"
-    smoke.write_text(json.dumps({"verdict": "pass", "device": "cpu", "hazards": []}))
-    out_json = tmp_path / "decision.json"
-    assert main(["report", str(tmp_path / "train.py"), "--smoke", str(smoke),
-                 "--json", str(out_json)]) == 0
-    assert "Decision: MPS ready" in capsys.readouterr().out
-    assert json.loads(out_json.read_text())["verdict"] == "mps-ready"
+def test_failed_check_is_named(audits) -> None:
+    decision = _decide(audits, "ready", MPS_FAIL)
+    assert "check `compare` failed (results differ beyond the tolerance)" in str(
+        decision.reasons[0])
+    crash = _decide(audits, "ready", CPU_FAIL)
+    assert "check `run` failed (the target crashed): RuntimeError" in str(crash.reasons[0])
 
 
-def test_report_rejects_a_file_that_is_not_a_smoke_report(tmp_path, capsys):
-    bad = tmp_path / "bad.json"
-    bad.write_text("[1, 2]")
-    assert main(["report", str(tmp_path), "--smoke", str(bad)]) == 2
-    assert "not a smoke report" in capsys.readouterr().err
+def test_distributed_only_path_keeps_the_mac_for_single_device_work(audits) -> None:
+    decision = _decide(audits, "dual_track", MPS_PASS)
+    assert decision.scope == SINGLE_DEVICE
+    assert decision.headline == f"dual-track: {SINGLE_DEVICE}"
+    # The DDP wrapping under `if ddp:` and the torchrun launcher are distributed-only.
+    distributed = {(i.where.rpartition("/")[2], i.finding.code) for i in audits["dual_track"].items
+                   if i.path is PathClass.DISTRIBUTED}
+    assert {("train.py:18", "CUD701"), ("train.py:31", "CUD702"),
+            ("launch_multi_gpu.sh:3", "CUD502")} <= distributed
+    assert all("distributed-only path" in reason.text for reason in decision.reasons)
+
+
+def test_data_parallel_under_is_cuda_is_guarded_not_a_blocker(audits) -> None:
+    items = [i for i in audits["dual_track"].items if i.where.endswith("model.py:27")]
+    assert [(i.finding.code, i.path, i.effort) for i in items] == [
+        ("CUD702", PathClass.GUARDED, Effort.GUARDED)]
+    decision = _decide(audits, "dual_track")
+    assert not any("model.py:27" in str(reason) for reason in decision.reasons)
+    assert any("model.py:27" in str(note) and "guarded" in note.text for note in decision.notes)
+
+
+def test_fixes_are_counted_and_never_by_hand(audits) -> None:
+    items = audits["dual_track"].items
+    efforts = {(i.where.rpartition("/")[2], i.finding.code): i.effort for i in items}
+    # CUD109 carries no fix, but --fix replaces the torch.cuda.set_device call that it flags.
+    assert efforts[("train.py:22", "CUD109")] is Effort.FIXABLE
+    assert efforts[("train.py:22", "CUD105")] is Effort.FIXABLE
+    assert efforts[("train.py:18", "CUD701")] is Effort.UNSAFE_FIXABLE
+    decision = _decide(audits, "dual_track")
+    assert decision.to_dict()["fixes"] == {"fix": 4, "unsafe_fixes": 2}
+    assert not any("by hand" in str(reason) for reason in decision.reasons)
+
+
+def test_mandatory_cuda_extension_is_refused(audits) -> None:
+    decision = _decide(audits, "refused")
+    codes = {reason.code for reason in decision.reasons if "native CUDA" in reason.text}
+    assert codes == {"CUD301", "CUD305"}
+    assert decision.reasons[0].where is not None and ":" in decision.reasons[0].where
+    assert decision.effort["fixable"] == 2  # the two .cuda() calls in train.py
+
+
+def test_predicted_hazards_from_a_cpu_run_make_dual_track(audits) -> None:
+    hazards = smoke_json("cpu", hazards=[{"kind": "no-mps-kernel", "subject": "aten::linalg_eig",
+                                          "predicted": True}])
+    decision = _decide(audits, "ready", hazards)
+    assert decision.verdict is Verdict.DUAL_TRACK
+    assert "aten::linalg_eig" in str(decision.reasons[0])
+
+
+def test_checklist(audits) -> None:
+    static = {item.title.split(" (")[0]: item.status.value
+              for item in _decide(audits, "refused").checklist}
+    assert static["CUDA-only components identified, each with an acceptable alternative"] == "open"
+    assert static["A representative run passes on the target backend"] == "unchecked"
+    confirmed = _decide(audits, "ready", MPS_PASS).checklist
+    assert [item.status.value for item in confirmed] == [
+        "done", "done", "done", "done", "done", "done", "done", "unchecked"]
+    assert "left to you" in confirmed[-1].evidence
+    failed = {item.title.split(" (")[0]: item.status.value
+              for item in _decide(audits, "ready", MPS_FAIL).checklist}
+    assert failed["Important outputs compared within the study's tolerance"] == "failed"

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from cudalint.engine import guards
+from cudalint.engine import guards, scopes
 from cudalint.engine.bindings import bound_names
 from cudalint.rules.base import Report
 
@@ -43,6 +43,12 @@ class PythonContext:
     aliases: dict[str, str | None] = field(default_factory=dict)
     stack: list[cst.CSTNode] = field(default_factory=list)
     _guards: list[bool] = field(default_factory=list)
+    # statements entered that follow an early exit without CUDA (guards.exits_without_cuda)
+    _after_exits: list[cst.CSTNode] = field(default_factory=list)
+    _exit_blocks: dict[int, tuple[cst.CSTNode, frozenset[int]]] = field(default_factory=dict)
+    _probes: dict[tuple[int, str], bool] = field(default_factory=dict)
+    _scope_assignments: dict[int, tuple[cst.CSTNode, dict[str, list[cst.BaseExpression]]]] = \
+        field(default_factory=dict)
     _shared: dict[str, tuple[cst.CSTNode, object]] = field(default_factory=dict)
     _function_depth: int = 0
     _main_block_depth: int = 0
@@ -110,8 +116,45 @@ class PythonContext:
 
     # -- where we are ----------------------------------------------------------------------
     def is_guarded(self) -> bool:
-        """Inside `if torch.cuda.is_available():`, `if x.is_cuda:`, `try/except ImportError`."""
-        return any(self._guards)
+        """Inside `if torch.cuda.is_available():`, `if x.is_cuda:`, `try/except ImportError`,
+        or after `if not torch.cuda.is_available(): return` in the same block."""
+        return bool(self._after_exits) or any(self._guards)
+
+    def holds_probe(self, expr: cst.Name | cst.Attribute) -> bool | None:
+        """`has_gpu` after `has_gpu = torch.cuda.is_available()` in the enclosing function
+        (else at module level), `self.use_cuda` after `self.use_cuda = ...` in the class:
+        every value assigned to it there is an availability check (or False/None).
+        None when nothing assigns it there (a parameter, an option)."""
+        key = scopes.target_key(expr)
+        scope = None if key is None else self._assigning_scope(expr, key)
+        if key is None or scope is None:
+            return None
+        values = self._assignments(scope).get(key)
+        if not values:
+            return None
+        memo = (id(scope), key)
+        if memo not in self._probes:
+            self._probes[memo] = False  # `use_cuda = use_cuda and ...` must not recurse
+            self._probes[memo] = any(guards.is_cuda_probe(self, v) for v in values) and all(
+                guards.is_cuda_probe(self, v) or _is_off(v) for v in values)
+        return self._probes[memo]
+
+    def _assigning_scope(self, expr: cst.Name | cst.Attribute, key: str) -> cst.CSTNode | None:
+        if isinstance(expr, cst.Attribute):
+            if key.startswith("self."):
+                return next((n for n in reversed(self.stack) if type(n) is cst.ClassDef), None)
+            return None
+        for node in reversed(self.stack):
+            if type(node) is cst.FunctionDef and key in self._assignments(node):
+                return node
+        return self.module
+
+    def _assignments(self, scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
+        cached = self._scope_assignments.get(id(scope))
+        if cached is None or cached[0] is not scope:
+            cached = (scope, scopes.assignments(scope))
+            self._scope_assignments[id(scope)] = cached
+        return cached[1]
 
     def at_import_time(self) -> bool:
         """True outside functions and outside `if __name__ == "__main__":`."""
@@ -130,6 +173,9 @@ class PythonContext:
     # These hooks run for every node and every child attribute of a module: they dispatch on
     # the exact node type, which is several times cheaper than isinstance on libcst's classes.
     def enter(self, node: cst.CSTNode) -> None:
+        parent = self.stack[-1] if self.stack else self.module
+        if type(parent) in _BLOCKS and id(node) in self._after_exit(parent):
+            self._after_exits.append(node)
         self.stack.append(node)
         kind = type(node)
         if kind in _SCOPES:
@@ -141,6 +187,8 @@ class PythonContext:
 
     def leave(self, node: cst.CSTNode) -> None:
         self.stack.pop()
+        if self._after_exits and self._after_exits[-1] is node:
+            self._after_exits.pop()
         if type(node) in _SCOPES:
             self._function_depth -= 1
 
@@ -158,6 +206,22 @@ class PythonContext:
         if attribute == "body" and type(node) is cst.If \
                 and guards.is_main_check(node.test):  # type: ignore[attr-defined]
             self._main_block_depth -= 1
+
+    def _after_exit(self, block: cst.CSTNode) -> frozenset[int]:
+        """The statements of `block` that follow an early exit without CUDA: computed from
+        the whole block, so it holds whichever of its statements a walk visits."""
+        cached = self._exit_blocks.get(id(block))
+        if cached is not None and cached[0] is block:
+            return cached[1]
+        after: set[int] = set()
+        exited = False
+        for statement in getattr(block, "body", ()):
+            if exited:
+                after.add(id(statement))
+            exited = exited or guards.exits_without_cuda(self, statement)
+        result = frozenset(after)
+        self._exit_blocks[id(block)] = (block, result)
+        return result
 
     def _bind_import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -182,6 +246,12 @@ class PythonContext:
 
 
 _SCOPES = frozenset({cst.FunctionDef, cst.Lambda})
+_BLOCKS = frozenset({cst.Module, cst.IndentedBlock})
+
+
+def _is_off(value: cst.BaseExpression) -> bool:
+    """`False` or `None`: the default a probe variable starts from."""
+    return isinstance(value, cst.Name) and value.value in ("False", "None")
 
 
 def dotted_name(node: cst.BaseExpression | None) -> str:

@@ -1,10 +1,14 @@
 """Which branches only run on a CUDA machine (or only when an optional import worked).
 
 A finding inside such a branch is *guarded*: its severity is lowered one step, never hidden.
+A guard is an availability check (`torch.cuda.is_available()`, `x.is_cuda`,
+`device.type == "cuda"`, a variable holding one of these), never a user's own switch
+(`args.use_cuda`, `cfg.cuda`): its default may well be on.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -17,9 +21,24 @@ if TYPE_CHECKING:
 
 # torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
 _PROBES = cuda_api_table.probes()
+_CUDA_HOME = "torch.utils.cpp_extension.CUDA_HOME"
+# Values that are set only in a CUDA build of torch.
+_BUILD_PROBES = frozenset({"torch.version.cuda"})
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+# Calls that end the program or skip the test: an `if` without CUDA ending in one is an
+# early exit, which guards the rest of its block.
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.exit"})
+_SKIPS = frozenset({"pytest.skip", "pytest.importorskip"})
+_SKIP_DECORATORS = frozenset({"pytest.mark.skipif", "unittest.skipIf"})
 # The only node types whose children branch_guard can find guarded.
-BRANCHING = frozenset({cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation})
+BRANCHING = frozenset({cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation,
+                       cst.FunctionDef})
+# Names that hold a device: DEVICE, device, device_type, dev, self.device, args.device.
+_DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_|$)", re.IGNORECASE)
+
+
+def names_a_device(name: str) -> bool:
+    return bool(_DEVICE_NAME.search(name))
 
 
 def is_cuda_string(expr: cst.BaseExpression) -> bool:
@@ -30,21 +49,37 @@ def is_cuda_string(expr: cst.BaseExpression) -> bool:
     return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
 
 
+def is_device(expr: cst.BaseExpression) -> bool:
+    """`x.device`, `device.type`, `args.device`, `dev`, `str(device)`: an expression that
+    holds a device (or its type), as opposed to a kernel or backend name."""
+    if isinstance(expr, cst.Name):
+        return names_a_device(expr.value)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "type" or names_a_device(expr.attr.value)
+    if isinstance(expr, cst.Call) and m.matches(expr.func, m.Name("str")) and expr.args:
+        return is_device(expr.args[0].value)
+    return False
+
+
 def is_cuda_comparison(expr: cst.BaseExpression) -> bool:
-    """`x == "cuda"`, `x.type == "cuda"`, `"cuda" in x`, `x.startswith("cuda")`."""
-    if isinstance(expr, cst.Comparison):
-        operands = [expr.left, *(t.comparator for t in expr.comparisons)]
-        operators = [t.operator for t in expr.comparisons]
-        if any(isinstance(op, (cst.Equal, cst.In)) for op in operators):
-            return any(is_cuda_string(o) for o in operands)
-        return False
-    if isinstance(expr, cst.Call) and m.matches(expr.func, m.Attribute(attr=m.Name("startswith"))):
-        return bool(expr.args) and is_cuda_string(expr.args[0].value)
+    """`device == "cuda"`, `x.device.type == "cuda"`, `"cuda" in args.device`,
+    `device.startswith("cuda")`: a device tested against CUDA (`impl == "cuda"` is not)."""
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        target = expr.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.In)):
+            return False
+        left, right = expr.left, target.comparator
+        return (is_cuda_string(left) and is_device(right)) or \
+            (is_cuda_string(right) and is_device(left))
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value == "startswith":
+        return bool(expr.args) and is_cuda_string(expr.args[0].value) \
+            and is_device(expr.func.value)
     return False
 
 
 def is_cuda_probe(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
-    """True when `expr` is true only where CUDA is in use."""
+    """True when `expr` is true only where CUDA is available or in use."""
     if isinstance(expr, cst.BooleanOperation):
         left, right = is_cuda_probe(ctx, expr.left), is_cuda_probe(ctx, expr.right)
         return (left or right) if isinstance(expr.operator, cst.And) else (left and right)
@@ -53,19 +88,50 @@ def is_cuda_probe(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Comparison) and isinstance(expr.left, cst.Call):
         # torch.cuda.device_count() > 0
         return ctx.call_name(expr.left) in _PROBES
-    if isinstance(expr, cst.Attribute):
-        if expr.attr.value == "is_cuda":
-            return True
-        return _names_cuda_flag(expr.attr.value)
-    if isinstance(expr, cst.Name):
-        return _names_cuda_flag(expr.value)
+    if _tests_cuda_home(ctx, expr, cst.IsNot):
+        return True
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda":
+        return True
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return _holds_probe(ctx, expr)
     return is_cuda_comparison(expr)
 
 
-def _names_cuda_flag(name: str) -> bool:
-    """`use_cuda`, `args.cuda`, `has_cuda`: a flag that says CUDA is in use."""
+def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
+    if ctx.qualname(expr) in _BUILD_PROBES:
+        return True
+    held = ctx.holds_probe(expr)
+    if held is not None:
+        return held
+    # A parameter or global never assigned here: trusted by its name (`use_cuda`), but
+    # never a user's option (`args.use_cuda`, `cfg.cuda`), whose default may well be on.
+    return isinstance(expr, cst.Name) and names_cuda_flag(expr.value)
+
+
+def names_cuda_flag(name: str) -> bool:
+    """`use_cuda`, `has_cuda`, `cuda_available`: a flag that says CUDA is in use."""
     lowered = name.lower()
     return lowered == "cuda" or lowered.startswith(("use_cuda", "has_cuda", "cuda_avail"))
+
+
+def is_cuda_absence(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
+    """True when `expr` is true only where CUDA is missing: `not torch.cuda.is_available()`,
+    `not has_gpu`, `CUDA_HOME is None`."""
+    inner = _negated(expr)
+    if inner is not None:
+        return is_cuda_probe(ctx, inner)
+    return _tests_cuda_home(ctx, expr, cst.Is)
+
+
+def _tests_cuda_home(ctx: PythonContext, expr: cst.BaseExpression,
+                     operator: type[cst.BaseCompOp]) -> bool:
+    """`CUDA_HOME is None` (operator Is) / `CUDA_HOME is not None` (IsNot), the toolkit of
+    torch.utils.cpp_extension."""
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return False
+    target = expr.comparisons[0]
+    return type(target.operator) is operator and m.matches(target.comparator, m.Name("None")) \
+        and ctx.qualname(expr.left) == _CUDA_HOME
 
 
 def _negated(expr: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -101,17 +167,71 @@ def catches_import_error(node: cst.Try | cst.TryStar) -> bool:
 def branch_guard(ctx: PythonContext, node: cst.CSTNode, attribute: str) -> bool:
     """Whether the child `attribute` of `node` runs only under CUDA (or a working import)."""
     if isinstance(node, (cst.If, cst.IfExp)) and attribute in ("body", "orelse"):
-        test = node.test
         if attribute == "body":
-            return is_cuda_probe(ctx, test)
-        inner = _negated(test)
-        return inner is not None and is_cuda_probe(ctx, inner)
+            return is_cuda_probe(ctx, node.test)
+        return is_cuda_absence(ctx, node.test)
     if isinstance(node, (cst.Try, cst.TryStar)) and attribute == "body":
         return catches_import_error(node)
     if attribute == "right" and isinstance(node, cst.BooleanOperation):
         # `torch.cuda.is_available() and <right>`, `not x.is_cuda or <right>`
         if isinstance(node.operator, cst.And):
             return is_cuda_probe(ctx, node.left)
-        inner = _negated(node.left)
-        return inner is not None and is_cuda_probe(ctx, inner)
+        return is_cuda_absence(ctx, node.left)
+    if attribute == "body" and isinstance(node, cst.FunctionDef):
+        return any(_skips_without_cuda(ctx, d.decorator) for d in node.decorators)
     return False
+
+
+def _skips_without_cuda(ctx: PythonContext, decorator: cst.BaseExpression) -> bool:
+    """`@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `@unittest.skipIf(...)`."""
+    if not isinstance(decorator, cst.Call) or not decorator.args:
+        return False
+    if ctx.call_name(decorator) not in _SKIP_DECORATORS:
+        return False
+    return is_cuda_absence(ctx, decorator.args[0].value)
+
+
+def exits_without_cuda(ctx: PythonContext, statement: cst.CSTNode) -> bool:
+    """`if not torch.cuda.is_available(): return` (or raise, continue, break, sys.exit(),
+    pytest.skip()), or the `else:` of a CUDA check ending so: the statements after it in
+    its block run only with CUDA."""
+    if not isinstance(statement, cst.If):
+        return False
+    if is_cuda_absence(ctx, statement.test):
+        return ends_program(ctx, statement.body)
+    orelse = statement.orelse
+    return isinstance(orelse, cst.Else) and is_cuda_probe(ctx, statement.test) \
+        and ends_program(ctx, orelse.body)
+
+
+def ends_program(ctx: PythonContext, suite: cst.BaseSuite) -> bool:
+    """The block leaves its function or loop, skips the test, or stops the program, as its
+    last step."""
+    last = last_statement(suite)
+    if isinstance(last, (cst.Return, cst.Continue, cst.Break)) or stops_program(ctx, last):
+        return True
+    call = last.value if isinstance(last, cst.Expr) else None
+    if not isinstance(call, cst.Call):
+        return False
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "skipTest":
+        return True
+    return ctx.call_name(call) in _SKIPS
+
+
+def stops_program(ctx: PythonContext, statement: cst.CSTNode | None) -> bool:
+    """`raise ...`, `sys.exit(...)`, `exit()`, `quit()`, `os._exit(...)`."""
+    if isinstance(statement, cst.Raise):
+        return True
+    call = statement.value if isinstance(statement, cst.Expr) else None
+    return isinstance(call, cst.Call) and ctx.call_name(call) in _EXITS
+
+
+def last_statement(suite: cst.BaseSuite) -> cst.BaseSmallStatement | None:
+    """The last simple statement of a block, if the block ends with one."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return suite.body[-1] if suite.body else None
+    if isinstance(suite, cst.IndentedBlock) and suite.body:
+        line = suite.body[-1]
+        if isinstance(line, cst.SimpleStatementLine) and line.body:
+            return line.body[-1]
+    return None

@@ -26,28 +26,62 @@ class Binding:
     guarded: bool  # assigned under a CUDA check: a finding there is lowered one step
 
 
+@dataclass(frozen=True)
+class Item:
+    """`kwargs["device_ids"] = [rank]`: the key, the subscript assigned, and the value."""
+
+    key: str
+    target: cst.Subscript
+    binding: Binding
+
+
 class TracksAssignments(PythonRule):
     """A rule that remembers assignments; subclasses overriding a hook call `super()`."""
 
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)
         self._scopes: list[dict[str, Binding | None]] = [{}]
+        # `kwargs["device_ids"] = ...`: name -> its items set so far, per scope
+        self._item_scopes: list[dict[str, list[Item]]] = [{}]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append({})
+        self._item_scopes.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.pop()
+        self._item_scopes.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.append({})
+        self._item_scopes.append({})
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self._scopes.pop()
+        self._item_scopes.pop()
 
     def leave_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._bind(target.target, node.value)
+            self._set_item(target.target, node.value)
+
+    def _set_item(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if not isinstance(target, cst.Subscript) or not isinstance(target.value, cst.Name) \
+                or len(target.slice) != 1:
+            return
+        index = target.slice[0].slice
+        key = index.value if isinstance(index, cst.Index) else None
+        if isinstance(key, cst.SimpleString) and isinstance(key.evaluated_value, str):
+            item = Item(key.evaluated_value, target, Binding(value, self.ctx.is_guarded()))
+            self._item_scopes[-1].setdefault(target.value.value, []).append(item)
+
+    def items(self, name: cst.Name) -> list[Item]:
+        """The `name["key"] = value` assignments so far, in the current scope or else at
+        module level."""
+        for scope in (self._item_scopes[-1], self._item_scopes[0]):
+            if name.value in scope:
+                return scope[name.value]
+        return []
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.context import dotted_name
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix
 from cudalint.rules.cud1_device import args as call_args
@@ -13,6 +16,9 @@ from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import keyword_arg, pick_device_type
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi, DeviceTypeArgument
 from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import PythonContext
 
 _LITERAL_MESSAGE = (
     '`"cuda"` as the mixed-precision device type turns autocast and gradient scaling off on a '
@@ -26,11 +32,12 @@ class CudaOnlyMixedPrecision(ApiUseRule):
     Finds CUDA-only mixed precision: `torch.cuda.amp.autocast(...)` (called, in `with`, as a
     decorator), `torch.cuda.amp.GradScaler(...)`, `torch.cuda.amp.custom_fwd` / `custom_bwd`
     (bare or called with `cast_inputs=`), the same names imported with
-    `from torch.cuda.amp import ...`, and the literal `"cuda"` as the device type of the
-    portable APIs: `torch.autocast("cuda")`, `torch.autocast(device_type="cuda")`,
-    `torch.amp.autocast("cuda")`, `torch.amp.GradScaler("cuda")`,
-    `torch.amp.custom_fwd(device_type="cuda")`. (`GradScaler(device="cuda")` is a `device=`
-    keyword: CUD101 reports it.)
+    `from torch.cuda.amp import ...`, such an import itself where it is the fallback of
+    `if hasattr(torch.amp, "custom_fwd"): ... else: ...` (or of a `try`), and the literal
+    `"cuda"` as the device type of the portable APIs: `torch.autocast("cuda")`,
+    `torch.autocast(device_type="cuda")`, `torch.amp.autocast("cuda")`,
+    `torch.amp.GradScaler("cuda")`, `torch.amp.custom_fwd(device_type="cuda")`.
+    (`GradScaler(device="cuda")` is a `device=` keyword: CUD101 reports it.)
 
     ## Why is this bad?
     Off CUDA these warn and disable themselves: a Mac trains in float32 without gradient
@@ -75,6 +82,8 @@ class CudaOnlyMixedPrecision(ApiUseRule):
         "scaler = torch.amp.GradScaler(pick_device().type)\n",
         'print("use torch.cuda.amp.autocast()")\n',
         "from torch.cuda.amp import autocast\n",
+        "import torch\nif hasattr(torch.amp, 'custom_fwd'):\n"
+        "    from torch.amp import custom_fwd\nelse:\n    from torch.cpu.amp import custom_fwd\n",
         "# with torch.cuda.amp.autocast():\nx = 1\n",
         'if device_type == "cuda":\n    pass\n',
         'scaler = torch.amp.GradScaler(device="cuda")\n',
@@ -148,7 +157,53 @@ class CudaOnlyMixedPrecision(ApiUseRule):
         Invalid("import torch\nctx = torch.cuda.amp.autocast if amp else nullcontext\n"),
         Invalid("import torch\n\n@torch.cuda.amp.autocast\ndef f(x):\n    return x\n"),
         Invalid("import torch\nwith torch.cuda.amp.autocast(*flags):\n    pass\n"),
+        Invalid(
+            "import torch\nfrom functools import partial\n\n"
+            "if hasattr(torch.amp, 'custom_fwd'):\n"
+            "    custom_fwd = partial(torch.amp.custom_fwd, device_type='cuda')\n"
+            "else:\n    from torch.cuda.amp import custom_fwd\n\n\n"
+            "class F(torch.autograd.Function):\n    @staticmethod\n    @custom_fwd\n"
+            "    def forward(ctx, x):\n        return x\n",
+        ),
     )
+
+    def __init__(self, ctx: PythonContext) -> None:
+        super().__init__(ctx)
+        self._fallbacks: set[str] = set()  # names imported from torch.cuda.amp as a fallback
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        """`from torch.cuda.amp import custom_fwd` where `torch.amp` lacks it: the import is
+        the finding, since the name means either API where it is used."""
+        if isinstance(node.names, cst.ImportStar) or node.module is None \
+                or dotted_name(node.module) != "torch.cuda.amp" or not self._in_fallback():
+            return
+        for alias in node.names:
+            imported = dotted_name(alias.name)
+            api = cuda_api_table.lookup(f"torch.cuda.amp.{imported}")
+            if api is None or api.code != self.code:
+                continue
+            local = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(local, cst.Name):
+                self._fallbacks.add(local.value)
+            self.report(alias, api.message_for(f"torch.cuda.amp.{imported}"))
+
+    def _in_fallback(self) -> bool:
+        """In the `else:` of `if hasattr(torch.amp, ...)`, or the handler of a `try` that
+        imports from `torch.amp`."""
+        for parent, child in itertools.pairwise(self.ctx.stack):
+            if isinstance(parent, cst.If) and child is parent.orelse \
+                    and self._tests_torch_amp(parent.test):
+                return True
+            if isinstance(parent, cst.Try) and child in parent.handlers:
+                return True
+        return False
+
+    def _tests_torch_amp(self, test: cst.BaseExpression) -> bool:
+        """`hasattr(torch.amp, "custom_fwd")`, `hasattr(torch, "amp")`."""
+        if not isinstance(test, cst.Call) or self.ctx.call_name(test) != "hasattr" \
+                or not test.args:
+            return False
+        return (self.ctx.qualname(test.args[0].value) or "") in ("torch", "torch.amp")
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -169,6 +224,8 @@ class CudaOnlyMixedPrecision(ApiUseRule):
         node = use.node
         if use.api.code != self.code or use.api.portable is None:
             return
+        if isinstance(node, cst.Name) and node.value in self._fallbacks:
+            return  # reported at the import
         message = use.api.message_for(use.name)
         if use.call is not None:
             self.report(use.call, message, fix=self._call_fix(use.call, use.api))

@@ -4,36 +4,24 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cudalint.engine.guards import is_cuda_probe
+from cudalint.engine.guards import (
+    is_cuda_absence,
+    is_cuda_probe,
+    last_statement,
+    stops_program,
+)
 from cudalint.rules.base import Invalid, PythonRule
-
-
-def _refuses(body: cst.BaseSuite) -> bool:
-    """The block raises or exits straight away."""
-    if isinstance(body, cst.SimpleStatementSuite):
-        statements = list(body.body)
-    elif isinstance(body, cst.IndentedBlock) and body.body:
-        first = body.body[0]
-        statements = list(first.body) if isinstance(first, cst.SimpleStatementLine) else []
-    else:
-        return False
-    for statement in statements:
-        if isinstance(statement, cst.Raise):
-            return True
-        call = statement.value if isinstance(statement, cst.Expr) else None
-        if isinstance(call, cst.Call) and isinstance(call.func, (cst.Name, cst.Attribute)):
-            leaf = call.func.value if isinstance(call.func, cst.Name) else call.func.attr.value
-            if leaf == "exit":
-                return True
-    return False
 
 
 class CudaRequired(PythonRule):
     """
     ## What it does
     Finds hard CUDA requirements: `assert x.is_cuda`, `assert torch.cuda.is_available()`,
-    `assert x.device.type == "cuda"`, and `if not x.is_cuda: raise ...` /
-    `if not torch.cuda.is_available(): sys.exit(...)`.
+    `assert x.device.type == "cuda"`, and a branch without CUDA that ends with `raise`,
+    `sys.exit(...)`, `exit()`, `quit()` or `os._exit(...)`: `if not x.is_cuda: raise ...`,
+    `if not torch.cuda.is_available(): sys.exit(...)`, or the `else:` of
+    `if torch.cuda.is_available():` printing "does not support training without GPU" and
+    exiting. A test that skips (`pytest.skip`) or returns is not a requirement.
 
     ## Why is this bad?
     The program stops on a Mac or a CPU-only machine even where the code after the check
@@ -58,6 +46,9 @@ class CudaRequired(PythonRule):
         "assert x.device == y.device\n",
         "if x.is_cuda:\n    raise ValueError('move it to the cpu')\n",
         "use_cuda = torch.cuda.is_available()\n",
+        "import pytest\nif not torch.cuda.is_available():\n    pytest.skip('needs CUDA')\n",
+        "def f(x):\n    if not torch.cuda.is_available():\n        return x\n",
+        "if args.cuda:\n    train()\nelse:\n    sys.exit('run with --cuda')\n",
     )
     INVALID = (
         Invalid("assert torch.cuda.is_available(), 'needs a GPU'\n"),
@@ -66,6 +57,15 @@ class CudaRequired(PythonRule):
         Invalid("if not x.is_cuda:\n    raise ValueError('expected a CUDA tensor')\n"),
         Invalid("import sys, torch\nif not torch.cuda.is_available():\n    sys.exit('GPU only')\n"),
         Invalid("if not torch.cuda.is_available(): raise SystemExit(1)\n"),
+        Invalid(
+            "import sys\nimport torch\n\ndef main(args):\n    if torch.cuda.is_available():\n"
+            "        train(args)\n    else:\n"
+            "        print('This code does not support training without GPU')\n"
+            "        sys.exit(1)\n"
+        ),
+        Invalid("if not torch.cuda.is_available():\n    print('GPU required')\n    exit()\n"),
+        Invalid("import os\nif not torch.cuda.is_available():\n    os._exit(1)\n"),
+        Invalid("if not torch.cuda.is_available():\n    quit()\n"),
     )
 
     def visit_Assert(self, node: cst.Assert) -> None:
@@ -73,8 +73,15 @@ class CudaRequired(PythonRule):
             self.report(node)
 
     def visit_If(self, node: cst.If) -> None:
-        test = node.test
-        if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
-            return
-        if is_cuda_probe(self.ctx, test.expression) and _refuses(node.body):
+        if self._refuses(node):
             self.report(node)
+
+    def _refuses(self, node: cst.If) -> bool:
+        if is_cuda_absence(self.ctx, node.test):
+            return self._stops(node.body)
+        orelse = node.orelse
+        return isinstance(orelse, cst.Else) and is_cuda_probe(self.ctx, node.test) \
+            and self._stops(orelse.body)
+
+    def _stops(self, body: cst.BaseSuite) -> bool:
+        return stops_program(self.ctx, last_statement(body))

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
+import libcst.matchers as m
 
-from cudalint.engine.guards import is_cuda_probe
+from cudalint.engine.guards import is_cuda_probe, names_cuda_flag
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.device_strings import (
@@ -21,6 +22,8 @@ from cudalint.rules.cud1_device.prose import in_prose
 
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext
+
+_MPS_PROBES = frozenset({"torch.backends.mps.is_available", "torch.backends.mps.is_built"})
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,17 @@ def choice_of(ctx: PythonContext, node: cst.CSTNode) -> Choice | None:
     return None
 
 
+def selects_cuda(ctx: PythonContext, test: cst.BaseExpression) -> bool:
+    """An availability check, or a user's switch for CUDA (`args.cuda`, `opt.use_cuda`)."""
+    if is_cuda_probe(ctx, test):
+        return True
+    if isinstance(test, cst.Attribute):
+        return names_cuda_flag(test.attr.value)
+    return isinstance(test, cst.Name) and names_cuda_flag(test.value)
+
+
 def _expression_choice(ctx: PythonContext, node: cst.IfExp) -> Choice | None:
-    if not is_cuda_probe(ctx, node.test) or not is_cpu_device(ctx, node.orelse):
+    if not selects_cuda(ctx, node.test) or not is_cpu_device(ctx, node.orelse):
         return None
     cuda = cuda_device_expr(ctx, node.body)
     if cuda is None:
@@ -69,7 +81,7 @@ def _single_assign(block: cst.BaseSuite) -> cst.Assign | None:
 
 
 def _statement_choice(ctx: PythonContext, node: cst.If) -> Choice | None:
-    if not is_cuda_probe(ctx, node.test) or not isinstance(node.orelse, cst.Else):
+    if not selects_cuda(ctx, node.test) or not isinstance(node.orelse, cst.Else):
         return None
     then, other = _single_assign(node.body), _single_assign(node.orelse.body)
     if then is None or other is None or not is_cpu_device(ctx, other.value):
@@ -94,7 +106,9 @@ class CudaOrCpuChoice(PythonRule):
     ## What it does
     Finds device choices that pick CUDA when it is available and otherwise fall back to the
     CPU: `"cuda" if torch.cuda.is_available() else "cpu"`, its `torch.device(...)` form, and
-    the same choice written as an `if`/`else` assignment.
+    the same choice written as an `if`/`else` assignment. A function that already considers
+    MPS (a `torch.backends.mps.is_available()` check, or an `"mps"` value given to the same
+    name) is not reported.
 
     ## Why is this bad?
     On an Apple Silicon Mac the choice lands on the CPU and never uses the GPU (MPS), so the
@@ -130,6 +144,11 @@ class CudaOrCpuChoice(PythonRule):
         "          'mps' if torch.backends.mps.is_available() else 'cpu')\n",
         "x = 'gpu' if torch.cuda.is_available() else 'cpu'\n",
         "print('cuda' if torch.cuda.is_available() else 'cpu')\n",
+        "def pick():\n    if torch.backends.mps.is_available():\n        return 'mps'\n"
+        "    return 'cuda' if torch.cuda.is_available() else 'cpu'\n",
+        "def pick():\n    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "    if getattr(torch.backends, 'mps', None) and args.mps:\n"
+        "        device = torch.device('mps')\n    return device\n",
     )
     INVALID = (
         Invalid(
@@ -154,6 +173,16 @@ class CudaOrCpuChoice(PythonRule):
         ),
         Invalid("device = 'cuda' if args.cuda and torch.cuda.is_available() else 'cpu'\n"),
         Invalid("device = 'cuda' if use_cuda else 'cpu'\n"),
+        Invalid("device = 'cuda' if args.cuda else 'cpu'\n"),
+        Invalid(
+            "def pick():\n    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "    return device\n\ndef other():\n    if torch.backends.mps.is_available():\n"
+            "        return 'mps'\n",
+            "from cudalint.device import pick_device\n\n"
+            "def pick():\n    device = str(pick_device())\n"
+            "    return device\n\ndef other():\n    if torch.backends.mps.is_available():\n"
+            "        return 'mps'\n",
+        ),
     )
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
@@ -164,9 +193,24 @@ class CudaOrCpuChoice(PythonRule):
 
     def _check(self, node: cst.IfExp | cst.If) -> None:
         choice = choice_of(self.ctx, node)
-        if choice is None or in_prose(self.ctx):
+        if choice is None or in_prose(self.ctx) or self._considers_mps(choice):
             return
         self.report(node, fix=self._fix(choice))
+
+    def _considers_mps(self, choice: Choice) -> bool:
+        """The enclosing function (or module) checks for MPS, or gives the chosen name an
+        `"mps"` value elsewhere."""
+        scope = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)),
+                     self.ctx.module)
+        target = choice.target.target if choice.target else _assigned_name(self.ctx)
+        code = self.ctx.module.code_for_node
+        for node in m.findall(scope, m.Call() | m.Assign()):
+            if isinstance(node, cst.Call) and self.ctx.call_name(node) in _MPS_PROBES:
+                return True
+            if isinstance(node, cst.Assign) and target is not None and _is_mps(node.value) \
+                    and any(code(t.target) == code(target) for t in node.targets):
+                return True
+        return False
 
     def _fix(self, choice: Choice) -> NodeFix | None:
         if not choice.exact_probe or not self.ctx.helper_available("pick_device"):
@@ -185,6 +229,24 @@ class CudaOrCpuChoice(PythonRule):
         value = device_replacement(self.ctx, choice.cuda.index, as_device=as_device)
         target = outer if outer is not None else node
         return NodeFix(target, value, "Replace with `pick_device()`", helpers=("pick_device",))
+
+
+def _assigned_name(ctx: PythonContext) -> cst.BaseExpression | None:
+    """The target of the assignment the visited expression is the value of (through
+    `torch.device(...)`)."""
+    for ancestor in ctx.ancestors()[:3]:
+        if isinstance(ancestor, cst.Assign) and len(ancestor.targets) == 1:
+            return ancestor.targets[0].target
+        if isinstance(ancestor, cst.AnnAssign):
+            return ancestor.target
+    return None
+
+
+def _is_mps(value: cst.BaseExpression) -> bool:
+    """`"mps"` or `torch.device("mps")`."""
+    if isinstance(value, cst.Call) and value.args:
+        value = value.args[0].value
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == "mps"
 
 
 def _enclosing_torch_device(ctx: PythonContext, node: cst.IfExp) -> cst.Call | None:

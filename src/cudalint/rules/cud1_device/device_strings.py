@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.guards import names_a_device
 from cudalint.rules.cud1_device import args as call_args
 
 if TYPE_CHECKING:
@@ -16,8 +17,6 @@ if TYPE_CHECKING:
 _INDEXED = re.compile(r"cuda:(\d+)")
 _PERCENT = re.compile(r"cuda:%[dis]")
 _FORMAT = re.compile(r"cuda:\{0?\}")
-# Names that hold a device: DEVICE, device, train_device, dev, self.device, args.device.
-_DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_|$)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -33,15 +32,19 @@ class DeviceString:
 
 
 def _string_value(node: cst.CSTNode) -> str | None:
+    """A plain string's value, also of an f-string without placeholders (`f"cuda:0"`)."""
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
         return value if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString) and all(
+            isinstance(part, cst.FormattedStringText) for part in node.parts):
+        return "".join(part.value for part in node.parts)  # type: ignore[attr-defined]
     return None
 
 
 def parse_device_string(node: cst.CSTNode) -> DeviceString | None:
-    """`"cuda"`, `"cuda:0"`, `f"cuda:{r}"`, `"cuda:%d" % r`, `"cuda:{}".format(r)`,
-    `"cuda:" + str(r)`."""
+    """`"cuda"`, `"cuda:0"`, `f"cuda"`, `f"cuda:{r}"`, `"cuda:%d" % r`,
+    `"cuda:{}".format(r)`, `"cuda:" + str(r)`."""
     value = _string_value(node)
     if value is not None:
         if value == "cuda":
@@ -101,10 +104,6 @@ def _unwrap_str(node: cst.BaseExpression) -> cst.BaseExpression:
             and node.func.value == "str" and len(node.args) == 1):
         return node.args[0].value
     return node
-
-
-def names_a_device(name: str) -> bool:
-    return bool(_DEVICE_NAME.search(name))
 
 
 def is_device_name(target: cst.BaseExpression) -> bool:

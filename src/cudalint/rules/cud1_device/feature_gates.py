@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -10,26 +11,29 @@ from cudalint.engine.guards import is_cuda_comparison
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, PythonRule
 
-# What a gate turns off on a Mac when it tests for "cuda": mixed precision, pinning, fused
-# optimizers, compilation, half precision.
-_FEATURES = re.compile(
-    r"\b(autocast|GradScaler|amp|pin_memory|fused|compile|half|bfloat16|float16|"
-    r"non_blocking|channels_last|flash)\b"
-)
-# Places where a comparison's value is used as a setting rather than to pick a branch.
-_VALUE_PARENTS = (cst.Assign, cst.AnnAssign, cst.Arg, cst.Return, cst.DictElement,
-                  cst.BooleanOperation, cst.UnaryOperation)
+if TYPE_CHECKING:
+    from cudalint.engine.context import PythonContext
+
+# Places where a test's value is kept or passed on, rather than used to pick a branch.
+_VALUE_PARENTS = (cst.Assign, cst.AnnAssign, cst.Arg, cst.Return, cst.DictElement)
+# Expressions a test's value passes through on its way to where it is used.
+_PASS_THROUGH = (cst.BooleanOperation, cst.UnaryOperation)
+# Pinning memory only on CUDA is what CUD603 advises.
+_PINNING = re.compile(r"pin", re.IGNORECASE)
 
 
 class CudaFeatureGate(PythonRule):
     """
     ## What it does
-    Finds tests of the device against `"cuda"` (`device == "cuda"`, `device.type == "cuda"`,
-    `"cuda" in device`, `device.startswith("cuda")`) that decide a feature: a value passed
-    on (`pin_memory=device.type == "cuda"`, `use_amp = "cuda" in device`), or an `if` whose
-    branch turns on autocast, a GradScaler, pinned memory, fused optimizers, `torch.compile`
-    or half precision. An `if` that only guards CUDA calls (`torch.cuda.synchronize()`) is a
-    proper guard and is not reported.
+    Finds a device tested against `"cuda"` (`device == "cuda"`, `x.device.type == "cuda"`,
+    `"cuda" in args.device`, `device.startswith("cuda")`) whose value is kept or passed on
+    as a setting: `use_amp = device.type == "cuda"`, `enabled=use_amp and device == "cuda"`,
+    `return dev.type == "cuda"`, a conditional expression's test. One finding per test.
+
+    Not reported: a test in an `if`, `elif` or `while` (a guard, also as an operand of
+    `and`/`or` there), an `assert` (CUD112), a comparison whose other side is not a device
+    (`impl == "cuda"` chooses a kernel), and pinned memory gated on CUDA
+    (`pin_memory=device.type == "cuda"`, which CUD603 advises).
 
     ## Why is this bad?
     On a Mac the device is `"mps"`, so these features are silently switched off: the code
@@ -38,13 +42,13 @@ class CudaFeatureGate(PythonRule):
     ## Example
     ```python
     use_amp = device.type == "cuda"
-    loader = DataLoader(ds, pin_memory=(device == "cuda"))
+    opt = torch.optim.AdamW(params, fused=device.type == "cuda")
     ```
 
     ## Use instead
     ```python
     use_amp = device.type in ("cuda", "mps")
-    loader = DataLoader(ds, pin_memory=device.type == "cuda")  # noqa: CUD108 - CUDA only
+    opt = torch.optim.AdamW(params, fused=device.type in ("cuda", "mps"))
     ```
     Decide per feature which devices support it.
     """
@@ -56,22 +60,34 @@ class CudaFeatureGate(PythonRule):
     keywords = ("cuda",)
     VALID = (
         "if device.type == 'cuda':\n    torch.cuda.synchronize()\n",
+        "if 'cuda' in args.device:\n    scaler = torch.cuda.amp.GradScaler()\n",
+        "if device.type == 'cuda' and use_amp:\n    model = model.half()\n",
+        "while device == 'cuda' or device == 'cuda:0':\n    x = x.half()\n",
         "is_gpu = device.type in ('cuda', 'mps')\n",
         "print(device == 'cuda')\n",
         "assert x.device.type == 'cuda'\n",
         "if backend == 'nccl':\n    pass\n",
+        "use_fused_kernel = impl == 'cuda'\n",
+        "kernel = fast_kernel if impl == 'cuda' else slow_kernel\n",
+        "loader = DataLoader(ds, pin_memory=(device == 'cuda'))\n",
+        "pin_memory = device.type == 'cuda'\n",
+        "stats = {'cuda': device == 'cpu'}\n",
     )
     INVALID = (
         Invalid("use_amp = device.type == 'cuda'\n"),
-        Invalid("loader = DataLoader(ds, pin_memory=(device == 'cuda'))\n"),
-        Invalid(
-            "if 'cuda' in args.device:\n    scaler = torch.cuda.amp.GradScaler()\n"
-        ),
+        Invalid("scaler = torch.amp.GradScaler(enabled=use_amp and device == 'cuda')\n"),
+        Invalid("scaler_enabled = dev.type == 'cuda'\n"),
         Invalid(
             "opt = torch.optim.AdamW(params, fused=args.device.startswith('cuda'))\n"
         ),
         Invalid("def amp_enabled(device):\n    return device.type == 'cuda'\n"),
+        Invalid("dtype = torch.float16 if x.device.type == 'cuda' else torch.float32\n"),
+        Invalid("amp = device == 'cuda' or device == 'cuda:0'\n"),
     )
+
+    def __init__(self, ctx: PythonContext) -> None:
+        super().__init__(ctx)
+        self._reported: set[int] = set()  # one finding per test expression
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         self._check(node)
@@ -80,22 +96,51 @@ class CudaFeatureGate(PythonRule):
         self._check(node)
 
     def _check(self, node: cst.BaseExpression) -> None:
-        if not is_cuda_comparison(node) or self._in_assert():
+        if not is_cuda_comparison(node):
             return
-        parent = self.ctx.parent()
-        if isinstance(parent, _VALUE_PARENTS) or (isinstance(parent, cst.IfExp) \
-                and parent.test is node):
-            if not self._in_message(parent):
-                self.report(node)
+        whole, user = self._use_of(node)
+        if user is None or id(whole) in self._reported or not self._keeps(whole, user):
             return
-        if isinstance(parent, cst.If) and parent.test is node \
-                and _FEATURES.search(self.ctx.module.code_for_node(parent.body)):
-            self.report(node)
+        self._reported.add(id(whole))
+        self.report(node)
 
-    def _in_assert(self) -> bool:
-        return any(isinstance(n, cst.Assert) for n in self.ctx.ancestors())
+    def _use_of(self, node: cst.BaseExpression) -> tuple[cst.CSTNode, cst.CSTNode | None]:
+        """The whole test `node` is part of (through and/or/not) and what uses it."""
+        whole: cst.CSTNode = node
+        for ancestor in self.ctx.ancestors():
+            if not isinstance(ancestor, _PASS_THROUGH):
+                return whole, ancestor
+            whole = ancestor
+        return whole, None
 
-    def _in_message(self, parent: cst.CSTNode) -> bool:
-        grandparent = self.ctx.parent(2)
-        return isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call) \
-            and isinstance(grandparent.func, cst.Name) and grandparent.func.value == "print"
+    def _keeps(self, whole: cst.CSTNode, user: cst.CSTNode) -> bool:
+        """The test's value is kept or passed on as a setting, not pinning, not a message."""
+        if isinstance(user, cst.IfExp):
+            return user.test is whole
+        if not isinstance(user, _VALUE_PARENTS):
+            return False  # if/elif/while tests are guards; assert is CUD112
+        if isinstance(user, cst.Arg):
+            return not self._in_message() and not _pins(user.keyword)
+        if isinstance(user, cst.Assign):
+            return not any(_pins(t.target) for t in user.targets)
+        if isinstance(user, cst.AnnAssign):
+            return not _pins(user.target)
+        if isinstance(user, cst.DictElement):
+            return not _pins(user.key)
+        return True
+
+    def _in_message(self) -> bool:
+        call = next((a for a in self.ctx.ancestors() if isinstance(a, cst.Call)), None)
+        return call is not None and isinstance(call.func, cst.Name) \
+            and call.func.value == "print"
+
+
+def _pins(target: cst.BaseExpression | None) -> bool:
+    """`pin_memory=`, `pin = ...`, `self.pin_memory = ...`, `{"pin_memory": ...}`."""
+    if isinstance(target, cst.Attribute):
+        target = target.attr
+    if isinstance(target, cst.Name):
+        return bool(_PINNING.search(target.value))
+    if isinstance(target, cst.SimpleString) and isinstance(target.evaluated_value, str):
+        return bool(_PINNING.search(target.evaluated_value))
+    return False

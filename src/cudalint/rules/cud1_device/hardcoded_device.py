@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cudalint.engine.context import PythonContext
+from cudalint.engine.guards import names_a_device
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.device_choice import inside_choice
@@ -13,7 +14,6 @@ from cudalint.rules.cud1_device.device_strings import (
     cuda_device_expr,
     device_replacement,
     is_device_name,
-    names_a_device,
     parse_device_string,
 )
 from cudalint.rules.cud1_device.prose import in_prose
@@ -26,6 +26,7 @@ class HardcodedCudaDevice(TracksAssignments):
     """
     ## What it does
     Finds CUDA device strings: any `"cuda:<index>"` literal (`"cuda:0"`, `f"cuda:{rank}"`,
+    `f"cuda:0"` and other f-strings without placeholders,
     `"cuda:%d" % rank`, `"cuda:{}".format(rank)`, `"cuda:" + str(rank)`) outside prose, and a
     bare `"cuda"` where it is used as a device: in `torch.device(...)`, `.to(...)`, a
     `device=` or `map_location=` keyword, `torch.set_default_device`, an argparse `--device`
@@ -78,6 +79,8 @@ class HardcodedCudaDevice(TracksAssignments):
         "parser.add_argument('--device', help='a device such as cuda:0')\n",
         'with torch.autocast(device_type="cuda"):\n    pass\n',
         'name = f"run-cuda:{rank}"\n',
+        'print(f"cuda:0 has {free} bytes free")\n',
+        'logger.info(f"cuda")\n',
     )
     INVALID = (
         Invalid(
@@ -137,6 +140,21 @@ class HardcodedCudaDevice(TracksAssignments):
             "from cudalint.device import pick_device\n\n"
             "kwargs = {'map_location': str(pick_device())}\n"
             "state = torch.load(path, **kwargs)\n",
+        ),
+        Invalid(
+            "import torch\nx = torch.zeros(3, device=f'cuda')\n",
+            "import torch\nfrom cudalint.device import pick_device\n\n"
+            "x = torch.zeros(3, device=str(pick_device()))\n",
+        ),
+        Invalid(
+            "model.to(f'cuda:{0}')\nbatch.to(f'cuda:1')\n",
+            "from cudalint.device import pick_device\n\n"
+            "model.to(str(pick_device(0)))\nbatch.to(str(pick_device(1)))\n",
+            count=2,
+        ),
+        Invalid(
+            "x = batch.to('cuda:%d' % gpu)\n",
+            "from cudalint.device import pick_device\n\nx = batch.to(str(pick_device(gpu)))\n",
         ),
         Invalid(
             "x = batch.to('cuda:{}'.format(gpu))\n",

@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.rules.base import Invalid, PythonRule
+from cudalint.rules.assignments import TracksAssignments
+from cudalint.rules.base import Invalid
 from cudalint.rules.cud2_libraries import arguments, availability
 
 if TYPE_CHECKING:
@@ -24,16 +25,19 @@ _CUDA_HOME_MESSAGE = "`CUDA_HOME` from torch.utils.cpp_extension is None without
 _EXTENSION_MESSAGE = "`CUDAExtension` needs nvcc and the CUDA toolkit" + _FALLBACK
 
 
-class CudaExtensionBuild(PythonRule):
+class CudaExtensionBuild(TracksAssignments):
     """
     ## What it does
     Finds CUDA builds with `torch.utils.cpp_extension`: `CUDAExtension` (called, or chosen as
     in `Extension = CUDAExtension if WITH_CUDA else CppExtension`), `load(...)` of `.cu`
-    sources, `load_inline(..., cuda_sources=...)`, `with_cuda=True`, and `CUDA_HOME` from
+    sources (also built by a comprehension, `os.path.join` or a variable), `load_inline(...,
+    cuda_sources=...)`, either with `extra_cuda_cflags`, `with_cuda=True`, and `CUDA_HOME` from
     `torch.utils.cpp_extension` used as a path (`os.path.join(CUDA_HOME, "include")`); a test
-    such as `CUDA_HOME is not None` is no finding but a guard. An `"nvcc"` entry in
-    `extra_compile_args` is reported only in a module that builds no `CUDAExtension` (there
-    it says nothing new).
+    such as `CUDA_HOME is not None` is no finding but a guard, and so is
+    `if CUDA_HOME is None:` that warns and returns, or a `skipif(CUDA_HOME is None, ...)`.
+    An `"nvcc"` entry in `extra_compile_args` (a dict literal, `dict(nvcc=...)`, or
+    `extra_compile_args["nvcc"] = [...]` before the call) is reported where it is set, in a
+    module that names no `CUDAExtension` (there it says nothing new).
 
     A CPU `CppExtension` and `load(sources=["op.cpp"])` are not reported, nor is `CUDA_HOME`
     read from the environment (that is CUD502). A CUDA build chosen only when CUDA is there
@@ -79,6 +83,9 @@ class CudaExtensionBuild(PythonRule):
         "from torch.utils.cpp_extension import CUDA_HOME\n"
         "if torch.cuda.is_available() and CUDA_HOME is not None:\n    pass\n"
         "HAS_TOOLKIT = CUDA_HOME is not None\n",
+        "from torch.utils.cpp_extension import load\n"
+        "srcs = [os.path.join(here, n) for n in ('k.cpp', 'k_cpu.cpp')]\n"
+        "ops = load(name='k', sources=srcs)\n",
     )
     INVALID = (
         Invalid("from torch.utils.cpp_extension import CUDAExtension\n"
@@ -98,6 +105,15 @@ class CudaExtensionBuild(PythonRule):
                 "ops = load('ops', [os.path.join(here, 'kernel.cu')], verbose=True)\n"),
         Invalid("from torch.utils.cpp_extension import load_inline\n"
                 "m = load_inline('m', cpp_sources=cpp, cuda_sources=cu, functions=['f'])\n"),
+        Invalid("from torch.utils.cpp_extension import load_inline\n"
+                "m = load_inline('m', cpp_sources=cpp, extra_cuda_cflags=['-O3'])\n"),
+        Invalid("import os\nfrom torch.utils.cpp_extension import load\n"
+                "srcs = [os.path.join(here, 'csrc', n) for n in ('k.cpp', 'k_kernel.cu')]\n"
+                "ops = load(name='k', sources=srcs)\n"),
+        Invalid("from torch.utils.cpp_extension import CppExtension, load\n"
+                "jit = load('j', ['j.cpp'], extra_cuda_cflags=['-O3'])\n"
+                "args = {'cxx': ['-O3']}\nargs['nvcc'] = ['-O3']\n"
+                "ext = CppExtension('k', ['k.cpp'], extra_compile_args=args)\n", count=2),
         Invalid("from torch.utils.cpp_extension import CUDAExtension, CppExtension\n"
                 "if CUDA_AVAILABLE:\n    Extension = CUDAExtension\nelse:\n"
                 "    Extension = CppExtension\n"),
@@ -105,7 +121,7 @@ class CudaExtensionBuild(PythonRule):
 
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)
-        self._builds = 0
+        self._extensions = 0  # CUDAExtension references: nvcc flags add nothing to them
         self._nvcc: list[tuple[cst.CSTNode, bool]] = []
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -118,16 +134,17 @@ class CudaExtensionBuild(PythonRule):
     def _check_reference(self, node: cst.Name | cst.Attribute) -> None:
         qualified = self.ctx.qualname(node)
         if qualified == _CUDA_EXTENSION:
-            self._report_build(node, _EXTENSION_MESSAGE)
+            self._extensions += 1
+            self._report(node, _EXTENSION_MESSAGE)
         elif qualified == _CUDA_HOME and not self._is_probe():
             self._report(node, _CUDA_HOME_MESSAGE)
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.call_name(node)
-        if qualified == f"{_MODULE}.load" and _loads_cuda(node):
-            self._report_build(node, "`load(...)` compiles CUDA sources with nvcc" + _FALLBACK)
+        if qualified == f"{_MODULE}.load" and self._loads_cuda(node):
+            self._report(node, "`load(...)` compiles CUDA sources with nvcc" + _FALLBACK)
         elif qualified == f"{_MODULE}.load_inline" and _inlines_cuda(node):
-            self._report_build(node, "`load_inline(..., cuda_sources=...)` compiles CUDA with "
+            self._report(node, "`load_inline(...)` with CUDA sources or flags compiles CUDA with "
                                      "nvcc; on a Mac, `torch.mps.compile_shader` runs Metal")
         elif _is_call_to(node, "dict") and arguments.argument(node, None, "nvcc") is not None:
             self._note_nvcc(next(a for a in node.args if _keyword(a) == "nvcc"))
@@ -142,7 +159,7 @@ class CudaExtensionBuild(PythonRule):
             self._note_nvcc(index.value)
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if self._builds:
+        if self._extensions:
             return
         for node, guarded in self._nvcc:
             self.report(node, "`nvcc` flags: this build compiles CUDA" + _FALLBACK,
@@ -151,9 +168,14 @@ class CudaExtensionBuild(PythonRule):
     def _note_nvcc(self, node: cst.CSTNode) -> None:
         self._nvcc.append((node, self._guarded()))
 
-    def _report_build(self, node: cst.CSTNode, message: str) -> None:
-        self._builds += 1
-        self._report(node, message)
+    def _loads_cuda(self, node: cst.Call) -> bool:
+        if _with_cuda(node) or arguments.argument(node, None, "extra_cuda_cflags") is not None:
+            return True
+        sources = arguments.argument(node, 1, "sources")
+        if sources is None:
+            return False
+        sources, _ = self.resolve(sources)  # `srcs = [os.path.join(d, f) for f in ...]`
+        return any(part.endswith(_CUDA_SOURCES) for part in arguments.string_parts(sources))
 
     def _report(self, node: cst.CSTNode, message: str) -> None:
         self.report(node, message, guarded=self._guarded())
@@ -199,17 +221,8 @@ def _with_cuda(node: cst.Call) -> bool:
     return isinstance(flag, cst.Name) and flag.value == "True"
 
 
-def _loads_cuda(node: cst.Call) -> bool:
-    if _with_cuda(node) or arguments.argument(node, None, "extra_cuda_cflags") is not None:
-        return True
-    sources = arguments.argument(node, 1, "sources")
-    if sources is None:
-        return False
-    return any(part.endswith(_CUDA_SOURCES) for part in arguments.string_parts(sources))
-
-
 def _inlines_cuda(node: cst.Call) -> bool:
-    if _with_cuda(node):
+    if _with_cuda(node) or arguments.argument(node, None, "extra_cuda_cflags") is not None:
         return True
     cuda_sources = arguments.argument(node, 2, "cuda_sources")
     if cuda_sources is None:

@@ -14,7 +14,7 @@ from cudalint.formats.shell import Command, Word, lines_of, read_script
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.base import FileRule, Invalid, Valid
 from cudalint.rules.cud4_pins.conda import conda_command
-from cudalint.rules.cud4_pins.cuda_pins import Problem, cuda_image, finding
+from cudalint.rules.cud4_pins.cuda_pins import Problem, cuda_image, finding, is_cuda_url
 from cudalint.rules.cud4_pins.pip import pip_command
 
 _GPU_LABEL = re.compile(
@@ -31,13 +31,15 @@ _ADVICE = "nothing tests the code off CUDA; add a `macos-14` (Apple Silicon) job
 class CudaOnlyCi(FileRule):
     """
     ## What it does
-    Finds CI jobs tied to CUDA in GitHub Actions workflows (`.github/workflows/*.yml`) and
-    `.gitlab-ci.yml`:
+    Finds CI jobs tied to CUDA in GitHub Actions workflows (`.github/workflows/*.yml`, also
+    reusable ones), composite actions (`.github/actions/*/action.yml`, their `runs.steps`)
+    and `.gitlab-ci.yml`:
     - GPU runners: `runs-on:` labels naming `gpu`, `cuda`, `nvidia` or a GPU model (also
       through `${{ matrix.runner }}`), GitLab `tags: [gpu]`;
     - CUDA container images (`container:`, `services:`, GitLab `image:`);
     - CUDA toolkit set-up actions (`Jimver/cuda-toolkit`, `N-Storm/cuda-toolkit`, ...);
-    - CUDA wheel indexes and CUDA pins installed by `run:`/`script:` steps.
+    - CUDA wheel indexes and CUDA pins installed by `run:`/`script:` steps, and CUDA wheel
+      indexes or CUDA images set in `env:` values (of the workflow, a job or a step).
 
     ## Why is this bad?
     A test suite that only runs on NVIDIA machines never shows what breaks on a Mac. The CI
@@ -77,6 +79,13 @@ class CudaOnlyCi(FileRule):
               "      - uses: actions/checkout@v4\n      - run: pip install torch\n"
               "      - run: echo 'no cuda here'\n", path=".github/workflows/ci.yml"),
         Valid("test:\n  image: python:3.11\n  script:\n    - pytest\n", path=".gitlab-ci.yml"),
+        Valid("on: workflow_call\nenv:\n  DEVICE: cuda:0\n  CUDA_HOME: /usr/local/cuda\n"
+              "  INDEX: https://download.pytorch.org/whl/cpu\n  IMAGE: python:3.11-slim\n"
+              "jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest\n",
+              path=".github/workflows/reusable.yml"),
+        Valid("name: setup\nruns:\n  using: composite\n  steps:\n"
+              "    - run: pip install torch\n      shell: bash\n",
+              path=".github/actions/setup/action.yml"),
     )
     INVALID = (
         Invalid("jobs:\n  test:\n    runs-on: [self-hosted, linux, gpu]\n    container:\n"
@@ -89,6 +98,15 @@ class CudaOnlyCi(FileRule):
                 "    runs-on: ${{ matrix.runner }}\n", path=".github/workflows/ci.yaml"),
         Invalid("image: nvcr.io/nvidia/pytorch:24.01-py3\ntest:\n  tags: [gpu]\n  script:\n"
                 "    - pip install cupy-cuda12x\n", path=".gitlab-ci.yml", count=3),
+        Invalid("name: setup-cuda\nruns:\n  using: composite\n  steps:\n"
+                "    - uses: Jimver/cuda-toolkit@v0.2.14\n"
+                "    - run: pip install torch --index-url https://download.pytorch.org/whl/cu121\n"
+                "      shell: bash\n", path=".github/actions/setup-cuda/action.yml", count=2),
+        Invalid("on:\n  workflow_call:\nenv:\n  TORCH_INDEX: https://download.pytorch.org/whl/cu121\n"
+                "  IMAGE: nvidia/cuda:12.1.0-devel-ubuntu22.04\njobs:\n  test:\n"
+                "    runs-on: ubuntu-latest\n    container: ${{ env.IMAGE }}\n    steps:\n"
+                "      - run: pip install torch --index-url $TORCH_INDEX\n",
+                path=".github/workflows/reusable.yml", count=2),
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
@@ -100,17 +118,36 @@ class CudaOnlyCi(FileRule):
         for document in parsed:
             if gitlab:
                 yield from self._gitlab(source, document)
-            else:
-                for _, job in yaml_lines.items(yaml_lines.get(document, "jobs")):
-                    yield from self._github_job(source, job)
+                continue
+            yield from self._environment(source, document)
+            for _, job in yaml_lines.items(yaml_lines.get(document, "jobs")):
+                yield from self._github_job(source, job)
+            # a composite action (.github/actions/<name>/action.yml)
+            yield from self._steps(source, yaml_lines.get(yaml_lines.get(document, "runs"),
+                                                          "steps"))
 
     def _github_job(self, source: SourceFile, job: Node) -> Iterator[Finding]:
         yield from self._runner(source, job, yaml_lines.get(job, "runs-on"))
+        yield from self._environment(source, job)
         container = yaml_lines.get(job, "container")
         yield from self._image(source, yaml_lines.get(container, "image") or container)
         for _, service in yaml_lines.items(yaml_lines.get(job, "services")):
             yield from self._image(source, yaml_lines.get(service, "image") or service)
-        for step in yaml_lines.entries(yaml_lines.get(job, "steps")):
+        yield from self._steps(source, yaml_lines.get(job, "steps"))
+
+    def _environment(self, source: SourceFile, holder: Node | None) -> Iterator[Finding]:
+        """CUDA wheel indexes and CUDA images set in `env:` values, used by later steps as
+        `$TORCH_INDEX` or `${{ env.IMAGE }}`."""
+        for _, value in yaml_lines.items(yaml_lines.get(holder, "env")):
+            text = (yaml_lines.scalar(value) or "").strip()
+            if "://" in text and is_cuda_url(text):
+                yield self._at(source, value, f"sets the CUDA wheel index `{text}`: {_ADVICE}")
+            elif _looks_like_image(text) and cuda_image(text):
+                yield self._at(source, value, f"sets the CUDA image `{text}`: {_ADVICE}")
+
+    def _steps(self, source: SourceFile, steps: Node | None) -> Iterator[Finding]:
+        for step in yaml_lines.entries(steps):
+            yield from self._environment(source, step)
             uses = yaml_lines.get(step, "uses")
             action = (yaml_lines.scalar(uses) or "").partition("@")[0]
             if action.startswith("docker://"):
@@ -174,6 +211,14 @@ class CudaOnlyCi(FileRule):
 
     def _at(self, source: SourceFile, node: Node, message: str) -> Finding:
         return self.finding(source, *yaml_lines.value_start(node), message=message)
+
+
+def _looks_like_image(text: str) -> bool:
+    """`nvidia/cuda:12.1.0-devel-ubuntu22.04`, not a path, a URL or a device (`cuda:0`)."""
+    if text.startswith("docker://"):
+        return True
+    return "/" in text and "://" not in text and not text.startswith(("/", ".", "$", "~")) \
+        and not any(c.isspace() for c in text)
 
 
 def _pins(command: Command) -> Iterator[tuple[Word, Problem]]:

@@ -95,6 +95,8 @@ class CondaCudaPin(FileRule):
         Invalid("dependencies:\n  - pip:\n      - cupy-cuda12x\n"
                 "      - --extra-index-url https://download.pytorch.org/whl/cu121\n",
                 path="environment-gpu.yaml", count=2),
+        Invalid("dependencies:\n  - tensorflow-gpu\n  - cupy-cuda12x\n  - pip:\n"
+                "      - paddlepaddle-gpu\n", path=_ENV, count=3),
         Invalid("conda install -y -c nvidia cuda-toolkit=12.1 magma-cuda121\n",
                 path="scripts/setup_env.sh", count=3),
         Invalid("FROM continuumio/miniconda3\nRUN conda install -y cudatoolkit=11.8\n",

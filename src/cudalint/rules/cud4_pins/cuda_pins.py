@@ -104,7 +104,7 @@ def url_problem(text: str) -> Problem | None:
 
 
 def _package(name: str) -> Problem | None:
-    package = packages.by_pip(name)
+    package = packages.by_name(name)
     if package is None:
         return None
     if package.severity is Severity.ERROR:
@@ -157,7 +157,7 @@ def conda_problem(spec: str) -> Problem | None:
         return Problem(f"`{name}` is part of the NVIDIA CUDA stack: conda has no macOS build, "
                        "so the environment does not solve there; drop it (conda-forge's "
                        "`pytorch` for macOS runs on MPS without it)")
-    package = packages.by_conda(name)
+    package = packages.by_name(name)
     if package is not None:
         return Problem(f"`{name}` needs an NVIDIA GPU; use {package.alternative}",
                        package.severity)

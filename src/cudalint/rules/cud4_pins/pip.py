@@ -132,12 +132,17 @@ class PipCudaPin(FileRule):
         Valid("echo 'pip install cupy-cuda12x'\npip install -r requirements.txt\n",
               path="setup.sh"),
         Valid("", path="requirements.txt"),
+        Valid("tensorflow==2.16\npaddlepaddle\nfaiss-cpu\nonnxruntime\njax\n",
+              path="requirements.txt"),
     )
     INVALID = (
         Invalid("--extra-index-url https://download.pytorch.org/whl/cu121\n"
                 "torch==2.1.0+cu121\ncupy-cuda12x\nnvidia-cudnn-cu12==8.9.2.26\n",
                 path="requirements-gpu.txt", count=4),
         Invalid("flash-attn==2.5.6 \\\n    --hash=sha256:abc\n", path="requirements/gpu.txt"),
+        Invalid("tensorflow-gpu==2.10\npaddlepaddle-gpu\nonnxruntime-gpu\nfaiss-gpu\n"
+                "jax[cuda12]\nnvidia-nccl-cu12\njax-cuda12-plugin\n", path="requirements.txt",
+                count=7),
         Invalid('triton==2.1.0; sys_platform == "linux"\n', path="requirements.txt"),
         Invalid("[project]\nname = 'x'\ndependencies = ['torch>=2.1']\n\n"
                 "[project.optional-dependencies]\ngpu = ['xformers', 'jax[cuda12]']\n",

@@ -13,6 +13,7 @@ from cudalint.finding import Finding, Severity
 from cudalint.formats import dockerfile, makefile, scripts, yaml_lines
 from cudalint.formats.shell import assigned
 from cudalint.kinds import FileKind, SourceFile
+from cudalint.rules import tables
 from cudalint.rules.base import FileRule, Invalid, PythonRule, Valid
 
 _SELECTS = "selects NVIDIA GPUs; MPS and the CPU ignore it: choose the device in code"
@@ -38,8 +39,8 @@ _VARIABLES: tuple[tuple[str, str, Severity], ...] = (
      "backend)", Severity.INFO),
     ("PYTORCH_NVML_BASED_CUDA_CHECK", "configures CUDA, which a Mac does not have",
      Severity.INFO),
-    ("CUDA_*", "configures CUDA, which a Mac does not have: it does nothing there",
-     Severity.INFO),
+    *((name, "configures CUDA, which a Mac does not have: it does nothing there",
+       Severity.INFO) for name in tables.load("cuda_environment.toml")["variables"]),
     ("CUDNN_*", "configures cuDNN, which a Mac does not have", Severity.INFO),
     ("CUBLAS_*", "configures cuBLAS, which a Mac does not have", Severity.INFO),
     ("NVIDIA_*", "configures the NVIDIA driver or container runtime, absent on a Mac",
@@ -70,7 +71,8 @@ class CudaEnvironmentVariable(FileRule):
     """
     ## What it does
     Finds CUDA environment variables: `CUDA_VISIBLE_DEVICES`, `CUDA_HOME`, `CUDA_PATH`,
-    `CUDA_LAUNCH_BLOCKING`, `CUDA_VERSION` and the other `CUDA_*`, `NCCL_*`, `NVIDIA_*`,
+    `CUDA_LAUNCH_BLOCKING`, `CUDA_VERSION` and the other variables of the CUDA runtime,
+    driver and toolkit (a table, not any name starting with `CUDA_`), `NCCL_*`, `NVIDIA_*`,
     `CUDNN_*`, `PYTORCH_CUDA_ALLOC_CONF`, `TORCH_CUDA_ARCH_LIST`, `FORCE_CUDA`, and `PATH` /
     `LD_LIBRARY_PATH` entries under `/usr/local/cuda`. Read in shell scripts (`export X=`,
     `X=1`, `X=1 python train.py`, `env X=1 ...`), Makefiles (recipes, exported variables
@@ -109,6 +111,8 @@ class CudaEnvironmentVariable(FileRule):
     VALID = (
         Valid('echo "export CUDA_VISIBLE_DEVICES=0"\n# CUDA_HOME=/usr/local/cuda\n'
               "export OMP_NUM_THREADS=8\nFORCE_CUDA=0 pip install .\n", path="run.sh"),
+        Valid('CUDA_FLAG="--cuda"\nexport CUDA_ARCH=sm_80\npython train.py $CUDA_FLAG\n',
+              path="run.sh"),
         Valid("FROM python:3.11\nENV PYTHONUNBUFFERED=1 PATH=/opt/venv/bin:$PATH\n",
               path="Dockerfile"),
         Valid("services:\n  app:\n    environment:\n      - PYTHONUNBUFFERED=1\n",
@@ -118,6 +122,8 @@ class CudaEnvironmentVariable(FileRule):
         Invalid("export CUDA_VISIBLE_DEVICES=0,1\nCUDA_LAUNCH_BLOCKING=1 python train.py\n"
                 "export LD_LIBRARY_PATH=/usr/local/cuda/lib64:$LD_LIBRARY_PATH\n",
                 path="train.sh", count=3),
+        Invalid("export CUDA_MODULE_LOADING=LAZY\nCUDA_DEVICE_MAX_CONNECTIONS=1\n"
+                "export NCCL_DEBUG=INFO NVIDIA_TF32_OVERRIDE=0\n", path="train.sh", count=4),
         Invalid("FROM python:3.11\nENV CUDA_HOME=/usr/local/cuda \\\n"
                 "    TORCH_CUDA_ARCH_LIST=\"8.0 9.0\"\nRUN export NCCL_DEBUG=INFO\n",
                 path="Dockerfile", count=3),
@@ -218,6 +224,7 @@ class CudaEnvironmentAccess(PythonRule):
         "print('set CUDA_VISIBLE_DEVICES to pick a GPU')\n",
         "from torch.utils.cpp_extension import CUDA_HOME\n",
         "import os\nos.environ['FORCE_CUDA'] = '0'\n",
+        "import os\nuse_cuda = os.environ.get('CUDA_FLAG') == '1'\n",
     )
     INVALID = (
         Invalid("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"),

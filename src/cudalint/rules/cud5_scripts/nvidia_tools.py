@@ -31,6 +31,7 @@ _SUBPROCESS = frozenset({
     "os.popen", "os.execvp", "os.execlp", "os.execv", "os.execl", "os.spawnlp", "os.spawnvp",
     "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell",
 })
+_PATH_JOINS = frozenset({"os.path.join", "posixpath.join"})
 # Exceptions a failed launch raises: a call inside `try` catching them is guarded.
 _LAUNCH_ERRORS = frozenset({"FileNotFoundError", "OSError", "CalledProcessError",
                             "SubprocessError", "Exception", "BaseException", "EnvironmentError"})
@@ -55,8 +56,10 @@ class NvidiaToolCall(FileRule):
     pipes, `&&` chains, `bash -c '...'`, `watch`/`srun`/`timeout`), Makefile recipes and
     `$(shell ...)`, Dockerfile `RUN`/`CMD`, notebooks (`!nvidia-smi`), and Python
     (`subprocess.run(["nvidia-smi", ...])`, `subprocess.run("nvcc --version", shell=True)`,
-    `os.system`, `os.popen`). A mention in `echo`, a comment, a string that is printed, or a
-    lookup (`command -v nvidia-smi`, `which nvcc`, `shutil.which`) is not reported.
+    `os.system`, `os.popen`, also through a built path: `cuda_dir + "/bin/nvcc"`,
+    `os.path.join(CUDA_HOME, "bin", "nvcc")`, `f"{home}/bin/nvcc"`). A mention in `echo`,
+    a comment, a string that is printed, or a lookup (`command -v nvidia-smi`, `which nvcc`,
+    `shutil.which`) is not reported.
 
     A call whose failure is handled is guarded (a warning): in an `if` condition or after
     `command -v nvidia-smi &&` in shell, before `|| true`, in an `if` branch testing for
@@ -118,7 +121,8 @@ class NvidiaToolSubprocess(PythonRule):
     ## What it does
     Finds `nvidia-smi` and `nvcc` run from Python: `subprocess.run/call/check_output/Popen`
     with a list or a command string, `os.system`, `os.popen`, `os.exec*`,
-    `asyncio.create_subprocess_*`. Part of CUD501 (see its page).
+    `asyncio.create_subprocess_*`, also when the program's path is built
+    (`os.path.join(CUDA_HOME, "bin", "nvcc")`). Part of CUD501 (see its page).
 
     ## Why is this bad?
     On a Mac the program does not exist: `FileNotFoundError`, or a shell's "command not
@@ -145,6 +149,9 @@ class NvidiaToolSubprocess(PythonRule):
         "import shutil\nhas_gpu = shutil.which('nvidia-smi') is not None\n",
         "import subprocess\nsubprocess.run(['echo', 'nvidia-smi'])\n",
         "flags = {'nvcc': ['-O3']}\n",
+        "import subprocess\nsubprocess.run([python + '/bin/python', 'nvcc_report.py'])\n",
+        "import os\nos.system(f'echo {home}/bin/nvcc')\n",
+        "import subprocess\nsubprocess.run(cmd)\n",
     )
     INVALID = (
         Invalid("import subprocess\nout = subprocess.check_output(['nvidia-smi', '-L'])\n"),
@@ -154,6 +161,11 @@ class NvidiaToolSubprocess(PythonRule):
         Invalid("from subprocess import Popen\np = Popen(args=('/usr/bin/nvidia-smi',))\n"),
         Invalid("import subprocess\ntry:\n    subprocess.run(['nvidia-smi'], check=True)\n"
                 "except (FileNotFoundError, subprocess.CalledProcessError):\n    pass\n"),
+        Invalid("import subprocess\n"
+                "out = subprocess.check_output([cuda_dir + '/bin/nvcc', '-V'])\n"),
+        Invalid("import os, subprocess\nfrom torch.utils.cpp_extension import CUDA_HOME\n"
+                "subprocess.run([os.path.join(CUDA_HOME, 'bin', 'nvcc'), '--version'])\n"),
+        Invalid("import os\nos.system(f'{home}/bin/nvcc --version')\n"),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -171,15 +183,38 @@ class NvidiaToolSubprocess(PythonRule):
     def _tool_node(self, expr: cst.BaseExpression | None) -> tuple[str, cst.CSTNode] | None:
         if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
             first = expr.elements[0].value
-            value = first.evaluated_value if isinstance(first, cst.SimpleString) else None
-            if isinstance(value, str) and basename(value) in _TOOLS:
+            value = self._template(first)
+            if value is not None and basename(value) in _TOOLS:
                 return basename(value), first
             return None
-        if isinstance(expr, cst.SimpleString) and isinstance(expr.evaluated_value, str):
-            for command in read_command_string(expr.evaluated_value):
+        text = self._template(expr) if expr is not None else None
+        if text is not None and expr is not None:
+            for command in read_command_string(text):
                 for word in tool_words(command):
                     return basename(word), expr
         return None
+
+    def _template(self, expr: cst.BaseExpression) -> str | None:
+        """The text of a string built from literals and values (`cuda_dir + "/bin/nvcc"`,
+        `os.path.join(CUDA_HOME, "bin", "nvcc")`, `f"{home}/bin/nvcc -V"`), each value
+        standing as `x`; None without any literal."""
+        if isinstance(expr, cst.SimpleString):
+            value = expr.evaluated_value
+            return value if isinstance(value, str) else None
+        parts: list[str | None] = []
+        if isinstance(expr, cst.FormattedString):
+            parts = [p.value if isinstance(p, cst.FormattedStringText) else "x"
+                     for p in expr.parts]
+        elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
+            parts = [self._template(expr.left), self._template(expr.right)]
+        elif isinstance(expr, cst.Call) and self.ctx.call_name(expr) in _PATH_JOINS:
+            joined = [self._template(a.value) for a in expr.args]
+            if any(part is not None for part in joined):
+                return "/".join(part or "x" for part in joined)
+            return None
+        if not any(part is not None for part in parts):
+            return None
+        return "".join(part or "x" for part in parts)
 
     def _handled(self) -> bool:
         """Inside `try` catching a launch failure, or an `if` testing for the tool or CUDA."""

@@ -41,13 +41,17 @@ _DDP_MESSAGE = (
     "a CPU module (and MPS has one device); leave it None off CUDA"
 )
 _MAX_DEPTH = 4
+# A device entry of a kwargs dict: where it is set, the parameter, its value, guarded.
+_Entry = tuple[cst.CSTNode, str, cst.BaseExpression, bool]
 
 
 class CudaDataParallel(TracksAssignments):
     """
     ## What it does
     Finds `nn.DataParallel(...)` and `torch.nn.parallel.data_parallel(...)`, and `device_ids=`
-    / `output_device=` given to `DistributedDataParallel` (`DDP`) with anything but None.
+    / `output_device=` given to `DistributedDataParallel` (`DDP`) with anything but None,
+    also through a kwargs dict (`DDP(model, **kwargs)` after `kwargs["device_ids"] = [rank]`,
+    a dict literal or `dict(...)` holding them), reported where the entry is set.
 
     ## Why is this bad?
     DataParallel replicates a module over CUDA GPUs. Off CUDA, `nn.DataParallel` quietly runs
@@ -83,6 +87,11 @@ class CudaDataParallel(TracksAssignments):
         "class DDP:\n    pass\nm = DDP(model, device_ids=[0])\n",
         "from apex.parallel import DistributedDataParallel as DDP\nm = DDP(model)\n",
         "print('wrap the model in nn.DataParallel(model)')\n",
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "kwargs = {'find_unused_parameters': True}\nkwargs['broadcast_buffers'] = False\n"
+        "m = DDP(model, **kwargs)\n",
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+        "kwargs = dict(device_ids=None)\nm = DDP(model, **kwargs)\n",
     )
     INVALID = (
         Invalid("import torch.nn as nn\nmodel = nn.DataParallel(model)\n"),
@@ -106,6 +115,17 @@ class CudaDataParallel(TracksAssignments):
             "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
             "ids = [rank] if torch.cuda.is_available() else None\nm = DDP(model, device_ids=ids)\n"
         ),
+        Invalid(
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "kwargs = {'find_unused_parameters': True}\n"
+            "kwargs['device_ids'] = [local_rank]\nm = DDP(model, **kwargs)\n"
+        ),
+        Invalid(
+            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+            "ddp_args = {'device_ids': [rank], 'output_device': rank}\n"
+            "m = DDP(model, **ddp_args)\n",
+            count=2,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -122,12 +142,39 @@ class CudaDataParallel(TracksAssignments):
         for index, parameter in enumerate(_DDP_DEVICE_PARAMETERS, start=1):
             arg = positional[index] if index < len(positional) else next(
                 (a for a in node.args if a.keyword and a.keyword.value == parameter), None)
-            if arg is None:
-                continue
-            guards_seen = list(self._device_values(arg.value, 0, guarded=False))
-            if guards_seen:
-                self.report(arg, _DDP_MESSAGE.format(keyword=parameter),
-                            guarded=all(guards_seen) or self.ctx.is_guarded())
+            if arg is not None:
+                self._report_devices(arg, parameter, arg.value, guarded=False)
+        for arg in node.args:
+            if arg.star == "**":
+                for where, parameter, value, guarded in self._kwargs_entries(arg.value):
+                    self._report_devices(where, parameter, value, guarded=guarded)
+
+    def _report_devices(self, where: cst.CSTNode, parameter: str, value: cst.BaseExpression,
+                        *, guarded: bool) -> None:
+        guards_seen = list(self._device_values(value, 0, guarded=guarded))
+        if guards_seen:
+            self.report(where, _DDP_MESSAGE.format(keyword=parameter),
+                        guarded=all(guards_seen) or self.ctx.is_guarded())
+
+    def _kwargs_entries(self, expr: cst.BaseExpression) -> Iterator[_Entry]:
+        """The device entries of a kwargs dict passed with `**`: a dict literal, `dict(...)`,
+        or `kwargs["device_ids"] = ...` before the call."""
+        value, binding = self.resolve(expr)
+        guarded = binding is not None and binding.guarded
+        if isinstance(value, cst.Dict):
+            for element in value.elements:
+                key = element.key if isinstance(element, cst.DictElement) else None
+                if isinstance(key, cst.SimpleString) \
+                        and key.evaluated_value in _DDP_DEVICE_PARAMETERS:
+                    yield element, str(key.evaluated_value), element.value, guarded
+        elif isinstance(value, cst.Call) and self.ctx.call_name(value) == "dict":
+            for arg in value.args:
+                if arg.keyword is not None and arg.keyword.value in _DDP_DEVICE_PARAMETERS:
+                    yield arg, arg.keyword.value, arg.value, guarded
+        if isinstance(expr, cst.Name):
+            for item in self.items(expr):
+                if item.key in _DDP_DEVICE_PARAMETERS:
+                    yield item.target, item.key, item.binding.value, item.binding.guarded
 
     def _device_values(self, expr: cst.BaseExpression, depth: int, *,
                        guarded: bool) -> Iterator[bool]:
@@ -146,8 +193,9 @@ class CudaDataParallel(TracksAssignments):
         if isinstance(expr, (cst.List, cst.Tuple)) and not expr.elements:
             return
         if isinstance(expr, cst.IfExp):
-            body_guarded = guarded or guards.is_cuda_probe(self.ctx, expr.test)
+            body_guarded = guarded or guards.branch_guard(self.ctx, expr, "body")
+            else_guarded = guarded or guards.branch_guard(self.ctx, expr, "orelse")
             yield from self._device_values(expr.body, depth + 1, guarded=body_guarded)
-            yield from self._device_values(expr.orelse, depth + 1, guarded=guarded)
+            yield from self._device_values(expr.orelse, depth + 1, guarded=else_guarded)
             return
         yield guarded

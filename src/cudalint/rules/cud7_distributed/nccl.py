@@ -35,6 +35,13 @@ _MESSAGE = (
     "machine (`Distributed package doesn't have NCCL built in`)"
 )
 
+# Chosen only where CUDA is available: the line picks another backend on a Mac.
+_GUARDED_MESSAGE = (
+    "NCCL is chosen here only where CUDA is available; "
+    "`torch.distributed.get_default_backend_for_device(...)` makes the same choice for "
+    "every device"
+)
+
 
 @dataclass(frozen=True)
 class _Literal:
@@ -76,7 +83,9 @@ class NcclBackend(TracksAssignments):
     Unsafe, and only offered when `target-torch` is 2.8 or later (earlier versions have no
     default backend for MPS): `pick_device()` can be overridden with `CUDALINT_DEVICE`, and
     where it picks CUDA the backend stays "nccl". A mixed "cpu:gloo,cuda:nccl" string and a
-    literal already under a CUDA check are not rewritten.
+    literal already under a CUDA check are not rewritten, nor is the branch of a conditional
+    that only runs with CUDA (`"gloo" if not torch.cuda.is_available() else "nccl"`): that
+    line picks gloo on a Mac, and its finding is guarded.
     """
 
     code = "CUD701"
@@ -154,26 +163,29 @@ class NcclBackend(TracksAssignments):
             "backend = 'nccl' if torch.cuda.is_available() else 'gloo'\n"
             "dist.init_process_group(backend)\n",
         ),
+        Invalid(
+            "import torch\nimport torch.distributed as dist\n"
+            "dist.init_process_group('gloo' if not torch.cuda.is_available() else 'nccl')\n",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         for value in self._backend_values(node):
-            for literal in self._literals(value, 0, guarded=False):
-                self.report(literal.node, self._message(), fix=self._fix(literal),
-                            guarded=literal.guarded or self.ctx.is_guarded())
+            self._report_literals(value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if any(_names_backend(t.target) for t in node.targets):
-            self._report_direct(node.value)
+            self._report_literals(node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None and _names_backend(node.target):
-            self._report_direct(node.value)
+            self._report_literals(node.value)
 
-    def _report_direct(self, value: cst.BaseExpression) -> None:
+    def _report_literals(self, value: cst.BaseExpression) -> None:
         for literal in self._literals(value, 0, guarded=False):
-            self.report(literal.node, self._message(), fix=self._fix(literal),
-                        guarded=literal.guarded or self.ctx.is_guarded())
+            guarded = literal.guarded or self.ctx.is_guarded()
+            message = _GUARDED_MESSAGE if guarded else self._message()
+            self.report(literal.node, message, fix=self._fix(literal), guarded=guarded)
 
     def _backend_values(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
         name = self.ctx.call_name(call) or ""
@@ -206,9 +218,10 @@ class NcclBackend(TracksAssignments):
         elif self.ctx.qualname(expr) in _NCCL_ATTRIBUTES:
             yield _Literal(expr, guarded, plain=True)
         elif isinstance(expr, cst.IfExp):
-            body_guarded = guarded or guards.is_cuda_probe(self.ctx, expr.test)
+            body_guarded = guarded or guards.branch_guard(self.ctx, expr, "body")
+            else_guarded = guarded or guards.branch_guard(self.ctx, expr, "orelse")
             yield from self._literals(expr.body, depth + 1, guarded=body_guarded)
-            yield from self._literals(expr.orelse, depth + 1, guarded=guarded)
+            yield from self._literals(expr.orelse, depth + 1, guarded=else_guarded)
         elif isinstance(expr, cst.BooleanOperation):
             yield from self._literals(expr.left, depth + 1, guarded=guarded)
             yield from self._literals(expr.right, depth + 1, guarded=guarded)
