@@ -41,6 +41,7 @@ def _lifecycle(server: Server) -> None:
     def initialize(params: types.InitializeParams) -> None:
         if params.process_id is not None:
             lifetime.watch(params.process_id, lifetime.leave)
+        server.linter.warm_up()
 
     @server.feature(types.SHUTDOWN)
     def shutdown(params: None) -> None:

@@ -6,6 +6,7 @@ An edit made meanwhile supersedes the check: its result is never published."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,6 +101,15 @@ class Linter:
 
     def stop(self) -> None:
         self.scheduler.stop()
+
+    def warm_up(self) -> None:
+        """Load the rules and the workspace's configuration now, while the editor waits for
+        `initialize`, rather than in the first document's check."""
+        roots = self._roots()
+        if not roots:
+            return
+        with contextlib.suppress(ConfigError):  # each document's check reports it
+            self.projects.for_path(roots[0] / "__init__.py", roots)
 
     @property
     def encoding(self) -> str:
