@@ -137,7 +137,7 @@ def test_noqa_is_respected_by_fix(chdir_tmp):
     path = write(chdir_tmp, "train.py", "a = m.cuda()  # noqa: CUD102\nb = n.cuda()\n")
     main(["check", "--fix", "."])
     assert path.read_text() == (
-        "from cudalint.device import pick_device\n\n"
+        "from _device import pick_device\n\n"
         "a = m.cuda()  # noqa: CUD102\nb = n.to(pick_device())\n"
     )
 

@@ -6,18 +6,36 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from cudalint.cli import main
+from tests.conftest import DEMO
+
+# `python train.py ARGS` in a process where `import cudalint` fails, as on the CUDA server
+# where the fixed project is deployed without cudalint.
+WITHOUT_CUDALINT = """
+import runpy, sys
+sys.modules["cudalint"] = None
+try:
+    import cudalint
+except ImportError:
+    pass
+else:
+    raise SystemExit("cudalint is importable")
+sys.path.insert(0, ".")
+sys.argv = ["train.py", *sys.argv[1:]]
+runpy.run_path("train.py", run_name="__main__")
+"""
 
 
 def _train(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("CUDALINT_DEVICE", None)
-    return subprocess.run([sys.executable, "train.py", *args], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", WITHOUT_CUDALINT, *args], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=300)
 
 
 def _digest(folder: Path) -> dict[str, str]:
@@ -33,6 +51,10 @@ def test_demo_fails_before_fix_and_trains_after(demo, capsys):
     main(["check", "--fix", str(demo)])
     out = capsys.readouterr().out
     assert "fixed" in out
+    # The fixes import the standalone helper written beside train.py, not cudalint.
+    assert "Wrote the device helper" in out and (demo / "_device.py").is_file()
+    assert "from _device import" in (demo / "train.py").read_text()
+    assert "cudalint" not in (demo / "train.py").read_text()
 
     after = _train(demo, "--steps", "40", "--out", "metrics.json")
     assert after.returncode == 0, after.stderr[-2000:]
@@ -64,3 +86,22 @@ def test_fixed_demo_matches_the_reference_saved_on_a_cuda_server(demo, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "match the reference (cuda (NVIDIA H200)" in out
+
+
+def _ruff(folder: Path) -> set[tuple[str, str]]:
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "F401,E402",
+         "--output-format", "json", "--exclude", "_device.py", "."],
+        cwd=folder, capture_output=True, text=True, timeout=120)
+    return {(Path(f["filename"]).name, f["code"]) for f in json.loads(result.stdout)}
+
+
+def test_fixed_fixtures_have_no_new_unused_or_misplaced_imports(tmp_path, demo, capsys):
+    research = tmp_path / "research_repo"
+    shutil.copytree(DEMO.parent / "research_repo", research)
+    for folder in (demo, research):
+        before = _ruff(folder)
+        main(["check", "--fix", "--unsafe-fixes", str(folder)])
+        after = _ruff(folder)
+        assert after <= before, after - before
+    capsys.readouterr()

@@ -14,9 +14,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from cudalint.engine.context import HELPER_MODULE_DEFAULT
-from cudalint.mps_ops.coverage import installed_torch_version
 
+# The torch a project is assumed to support when neither `target-torch` nor its own files
+# (requirements, pyproject, setup.py/cfg, environment.yml) say: a fixed version, never the
+# installed torch, so that one command gives the same fixes with and without torch installed.
 DEFAULT_TARGET_TORCH = "2.6"
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
@@ -47,18 +48,17 @@ class Config:
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     extend_exclude: list[str] = field(default_factory=list)
     exclude_kinds: list[str] = field(default_factory=list)
-    helper: str = HELPER_MODULE_DEFAULT
-    target_torch: str = ""
+    # "": the standalone helper written into the project (cudalint.engine.helper_place), or
+    # cudalint.device when the project depends on cudalint.
+    helper: str = ""
+    target_torch: str = ""  # "": the project's own torch floor, else DEFAULT_TARGET_TORCH
     known_first_party: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
 
-    def __post_init__(self) -> None:
-        if not self.target_torch:
-            self.target_torch = installed_torch_version() or DEFAULT_TARGET_TORCH
-
     @property
-    def target_torch_tuple(self) -> tuple[int, int]:
-        return parse_version(self.target_torch)
+    def target_torch_tuple(self) -> tuple[int, int] | None:
+        """The `target-torch` setting; None when it is not set."""
+        return parse_version(self.target_torch) if self.target_torch else None
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -124,7 +124,8 @@ def _validate(config: Config, path: Path) -> None:
         _require_strings(codes, f"{path}: [tool.cudalint] {name}")
     for pattern, codes in config.per_file_ignores.items():
         _require_strings(codes, f"{path}: [tool.cudalint] per-file-ignores {pattern!r}")
-    parse_version(config.target_torch)
+    if config.target_torch:
+        parse_version(config.target_torch)
 
 
 def _require_strings(values: Sequence[object], where: str) -> None:

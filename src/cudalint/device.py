@@ -48,25 +48,59 @@ __all__ = [
 ENV_VAR = "CUDALINT_DEVICE"
 
 
-def pick_device(index: int | str | None = None) -> torch.device:
+def pick_device(device: int | str | torch.device | None = None) -> torch.device:
     """The device to run on: $CUDALINT_DEVICE, else CUDA, MPS, XPU (or another accelerator), CPU.
 
-    `index` selects the CUDA device (`pick_device(rank)` for `f"cuda:{rank}"`); a string of
-    digits is accepted. Off CUDA the index is dropped, since `torch.device("cpu:0")` is refused by
-    `torch.load(map_location=...)` and a Mac has one GPU.
+    `device` is what the code named before: an index (`pick_device(rank)` for
+    `f"cuda:{rank}"`, an int or a string of digits), a device string (`"cuda:1"`, `"cuda"`)
+    or a `torch.device`. Where CUDA is available a CUDA device is returned exactly as named
+    (`pick_device("cuda:1")` is `torch.device("cuda:1")`), so the code behaves as before on the
+    CUDA server. Elsewhere the best device is returned, without an index, since
+    `torch.device("cpu:0")` is refused by `torch.load(map_location=...)` and a Mac has one GPU.
+    A device that is not CUDA (`"cpu"`, `"mps"`) is returned as it is.
     """
     import torch
 
+    named = _named_device(device)
+    if named is not None and named.type != "cuda":
+        return named
+    index = None if named is None else named.index
     override = _env_override(index)
     if override is not None:
         return override
     kind = _auto_device_type(include_cuda=True)
     if kind == "cuda" and index is not None:
-        return torch.device("cuda", _as_index(index))
+        return torch.device("cuda", index)
     return torch.device(kind)
 
 
-def _env_override(index: int | str | None) -> torch.device | None:
+_ACCEPTED = "use an int, a string of digits, a device string such as 'cuda:1' or a torch.device"
+
+
+def _named_device(device: int | str | torch.device | None) -> torch.device | None:
+    """`device` as a torch.device: an int or a string of digits is a CUDA index."""
+    import torch
+
+    if device is None:
+        return None
+    if isinstance(device, torch.device):
+        return device
+    if isinstance(device, bool):
+        raise ValueError(f"not a device: {device!r} ({_ACCEPTED})")
+    if isinstance(device, int) or (isinstance(device, str) and device.strip().isdigit()):
+        return torch.device("cuda", _as_index(device))
+    if isinstance(device, str):
+        try:
+            return torch.device(device.strip())
+        except RuntimeError as exc:
+            raise ValueError(f"not a device: {device!r} ({_ACCEPTED}): {exc}") from None
+    index = getattr(device, "__index__", None)  # numpy integers
+    if index is not None:
+        return torch.device("cuda", _as_index(index()))
+    raise ValueError(f"not a device: {device!r} ({_ACCEPTED})")
+
+
+def _env_override(index: int | None) -> torch.device | None:
     import torch
 
     value = os.environ.get(ENV_VAR, "").strip().lower()
@@ -81,16 +115,19 @@ def _env_override(index: int | str | None) -> torch.device | None:
     if device.type == "cpu":
         return torch.device("cpu")
     if device.type == "cuda" and device.index is None and index is not None:
-        return torch.device("cuda", _as_index(index))
+        return torch.device("cuda", index)
     return device
 
 
 def _as_index(index: int | str) -> int:
     try:
-        return int(index)
+        value = int(index)
     except (TypeError, ValueError):
         message = f"device index must be an int or a string of digits, not {index!r}"
         raise ValueError(message) from None
+    if value < 0:
+        raise ValueError(f"device index must not be negative, not {index!r}")
+    return value
 
 
 def _auto_device_type(*, include_cuda: bool) -> str:

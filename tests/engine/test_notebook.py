@@ -117,11 +117,11 @@ def test_fix_keeps_the_layout(tmp_path, capsys, layout):
     capsys.readouterr()
     fixed = path.read_text()
     expected = json.loads(text)
+    # The helper is imported once, in the first cell that imports, after its imports.
     expected["cells"][1]["source"] = [
-        "from cudalint.device import pick_device\n", "\n", "!nvidia-smi\n", "import torch\n",
+        "!nvidia-smi\n", "import torch\n", "from _device import pick_device\n", "\n",
         "if True:\n", "    %time m = net.cuda()\n", "    x = m.to(pick_device())"]
-    expected["cells"][2]["source"] = ("from cudalint.device import pick_device\n\n"
-                                      "y = torch.ones(2).to(pick_device())\n")
+    expected["cells"][2]["source"] = "y = torch.ones(2).to(pick_device())\n"
     assert json.loads(fixed) == expected
     assert fixed == json.dumps(expected, **{"indent": 1, "ensure_ascii": False, **layout})
     main(["check", "--fix", str(path)])  # fixing again changes nothing
@@ -134,5 +134,8 @@ def test_diff_writes_nothing(tmp_path, capsys):
     text = _notebook(_code("y = x.cuda()"))
     path.write_text(text)
     assert main(["check", "--diff", str(path)]) == 1
-    assert '+   "source": "from cudalint.device import pick_device' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # No cell imports: a new first code cell imports the helper.
+    assert '+   "source": "from _device import pick_device"\n+  },' in out
+    assert "Would write the device helper" in out
     assert path.read_text() == text

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cudalint.runtime.helper import write_helper
 from tests.lsp.client import Client, Document, cli_fixed
 
 TWO_PROBLEMS = (
@@ -22,7 +23,11 @@ TWO_PROBLEMS = (
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("workspace")
+    """A flat project with the standalone helper (as `cudalint init-helper _device.py` writes
+    it), which the editor's fixes import, as the CLI's do."""
+    folder = tmp_path_factory.mktemp("workspace")
+    write_helper(folder / "_device.py", force=False)
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +36,7 @@ def servers(workspace: Path) -> Iterator[tuple[Client, Client]]:
     UTF-16 one, and one for a client that prefers UTF-32."""
     utf32 = workspace / "utf32"
     utf32.mkdir()
+    write_helper(utf32 / "_device.py", force=False)
     with (workspace / "server.log").open("wb") as log:
         clients = (Client(workspace, log), Client(utf32, log))
         try:

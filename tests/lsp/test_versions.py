@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from cudalint.runtime.helper import write_helper
 from tests.lsp.client import Client, Document, cli_fixed, long_file
 
 LINEAR = "import torch\n\nmodel = torch.nn.Linear(2, 2)\n"
@@ -19,7 +20,10 @@ ON_CUDA = "import torch\n\nmodel = torch.nn.Linear(2, 2).cuda()\n"
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("versions")
+    """A flat project with the standalone helper, which fixes import (as the CLI's do)."""
+    folder = tmp_path_factory.mktemp("versions")
+    write_helper(folder / "_device.py", force=False)
+    return folder
 
 
 @contextmanager

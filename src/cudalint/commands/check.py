@@ -63,6 +63,7 @@ def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOpti
     if not args.quiet:
         text.render_footer(reports, console, fixing=options.fix, diff=options.diff,
                            unsafe=options.unsafe_fixes)
+        text.render_helpers(reports, console, diff=options.diff)
 
 
 def _common_folder(paths: list[Path]) -> Path:

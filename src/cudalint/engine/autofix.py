@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from cudalint.engine.context import Settings
-from cudalint.engine.fixer import apply_fixes, non_overlapping
+from cudalint.engine.fixer import apply_fixes
+from cudalint.engine.imports import Needs
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import BOM, PythonResult, lint_python
 from cudalint.finding import Applicability
-from cudalint.rules.base import PythonRule
 
-# Fixes that overlap wait for the next pass; nested `.cuda()` chains need one pass per level.
-MAX_PASSES = 10
+if TYPE_CHECKING:
+    from cudalint.rules.base import PythonRule
+
+# One pass applies every fix, nested ones included; a second pass only finds what the first
+# pass's output still holds (a fix that makes another finding fixable). The bound only stops a
+# pair of rules that would undo each other's fixes forever.
+MAX_PASSES = 100
 
 
 class FixError(Exception):
@@ -28,6 +34,7 @@ class FixOutcome:
     data: bytes  # the fixed source, unchanged when no fix applied
     applied: int
     result: PythonResult  # findings left after fixing
+    needs: Needs = field(default_factory=Needs)  # imports not added (add_imports=False)
 
 
 def allowed(applicability: Applicability, unsafe: bool) -> bool:
@@ -42,25 +49,28 @@ def fix_python(
     *,
     unsafe: bool = False,
     prefilter: Prefilter | None = None,
+    add_imports: bool = True,
+    remove_unused: bool = True,
 ) -> FixOutcome:
+    """Apply the allowed fixes until none is left. With `add_imports=False` the imports the
+    fixes need are returned in `needs` instead (a notebook imports once, for all its cells)."""
     bom = BOM if data.startswith(BOM) else b""
-    current, applied = data, 0
+    current, applied, needs = data, 0, Needs()
     result = lint_python(current, path, rules, settings, prefilter=prefilter)
     for _ in range(MAX_PASSES):
-        chosen = non_overlapping(
-            (fix, where)
-            for _finding, fix, where in result.fixes
-            if allowed(fix.applicability, unsafe)
-        )
+        chosen = [fix for _finding, fix, _where in result.fixes
+                  if allowed(fix.applicability, unsafe)]
         if not chosen or result.module is None:
             break
-        fixed = bom + apply_fixes(result.module, chosen, settings).bytes
+        source = apply_fixes(result.module, chosen, settings, add_imports=add_imports,
+                             remove_unused=remove_unused)
+        fixed = bom + source.bytes
         _check_parses(fixed, path)
         if fixed == current:
             break
-        current, applied = fixed, applied + len(chosen)
+        current, applied, needs = fixed, applied + len(chosen), needs | source.needs
         result = lint_python(current, path, rules, settings, prefilter=prefilter)
-    return FixOutcome(current, applied, result)
+    return FixOutcome(current, applied, result, needs)
 
 
 def _check_parses(data: bytes, path: Path) -> None:

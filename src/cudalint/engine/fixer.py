@@ -1,25 +1,28 @@
-"""Apply the rules' node replacements in one pass, and schedule their imports once."""
+"""Apply the rules' node replacements in one pass, then add the imports they need and remove
+the ones they left unused (cudalint.engine.imports), as text."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import CodeRange
 
-from cudalint.engine.context import dotted_name
+from cudalint.engine import imports
+from cudalint.engine.imports import Layout, Needs
+from cudalint.engine.report import NodeFix
 from cudalint.finding import Edit, Position
-from cudalint.rules.base import NodeFix
 
 if TYPE_CHECKING:
     from cudalint.engine.context import Settings
 
 
 class _Replace(cst.CSTTransformer):
+    """Replace each target by its replacement; a target inside another fix's replacement is
+    replaced there too, so nested fixes (`x.cuda().half().cuda()`) land in one pass."""
+
     def __init__(self, replacements: Mapping[int, cst.CSTNode]) -> None:
         super().__init__()
         self.replacements = replacements
@@ -27,98 +30,106 @@ class _Replace(cst.CSTTransformer):
     def on_leave(  # type: ignore[override]
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> cst.CSTNode:
-        return self.replacements.get(id(original_node), updated_node)
+        replacement = self.replacements.get(id(original_node))
+        if replacement is None:
+            return updated_node
+        inner = {key: value for key, value in self.replacements.items()
+                 if key != id(original_node)}
+        if not inner:
+            return replacement
+        return cast(cst.CSTNode, replacement.visit(_Replace(inner)))
 
 
-def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings) -> cst.Module:
-    """The module with every fix's target replaced, and the names they use imported."""
-    replaced = module.visit(_Replace({id(fix.target): fix.replacement for fix in fixes}))
-    return _add_imports(replaced, fixes, settings)
+@dataclass(frozen=True)
+class FixedSource:
+    code: str
+    encoding: str = "utf-8"
+    needs: Needs = field(default_factory=Needs)  # imports wanted but not added (notebooks)
+
+    @property
+    def bytes(self) -> bytes:
+        return self.code.encode(self.encoding)
 
 
-def _add_imports(module: cst.Module, fixes: Iterable[NodeFix], settings: Settings) -> cst.Module:
+def needs_of(fixes: Iterable[NodeFix]) -> Needs:
     fixes = list(fixes)
-    helpers = sorted({name for fix in fixes for name in fix.helpers})
-    modules = sorted({name for fix in fixes for name in fix.imports})
-    if not helpers and not modules:
-        return module
-    context = CodemodContext()
-    for name in modules:
-        AddImportsVisitor.add_needed_import(context, name)
-    for name in helpers:
-        AddImportsVisitor.add_needed_import(context, settings.helper_module, name)
-    return _wrap_long_import(AddImportsVisitor(context).transform_module(module),
-                             settings.helper_module)
+    return Needs(frozenset(n for f in fixes for n in f.helpers),
+                 frozenset(n for f in fixes for n in f.imports))
 
 
-# Past this length the helper import is written one name a line, as black and ruff format it.
-_LINE_LENGTH = 88
+def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings, *,
+                add_imports: bool = True, remove_unused: bool = True) -> FixedSource:
+    """The module's code with every fix applied and its imports added (unless `add_imports`
+    is False: then `needs` says what is missing) and the imports it emptied removed."""
+    replacements = {id(fix.target): fix.replacement for fix in fixes}
+    replaced = module.visit(_Replace(replacements))
+    wanted = imports.missing(replaced, needs_of(fixes), settings.helper_module)
+    layout = Layout(replaced)
+    edits: list[imports.LineEdit] = []
+    if remove_unused:
+        edits += imports.removal_edits(layout, imports.unused_after(module, replaced, wanted))
+    if add_imports:
+        edits += imports.add_edits(layout, wanted, settings.helper_module)
+        wanted = Needs()
+    code = imports.apply(replaced.code, edits) if edits else replaced.code
+    return FixedSource(code, module.encoding, wanted)
 
 
-def _wrap_long_import(module: cst.Module, helper_module: str) -> cst.Module:
-    body = list(module.body)
-    for index, statement in enumerate(body):
-        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
-            continue
-        node = statement.body[0]
-        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar) \
-                or dotted_name(node.module) != helper_module or node.lpar is not None:
-            continue
-        line = module.code_for_node(statement.with_changes(leading_lines=()))
-        if len(line.rstrip()) <= _LINE_LENGTH:
-            continue
-        newline = module.default_newline
-        aliases = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in node.names]
-        names = "".join(f"    {module.code_for_node(a)},{newline}" for a in aliases)
-        wrapped = cst.parse_statement(f"from {helper_module} import ({newline}{names}){newline}",
-                                      config=module.config_for_parsing)
-        body[index] = wrapped.with_changes(leading_lines=statement.leading_lines)
-        return module.with_changes(body=body)
-    return module
+class EditPlanner:
+    """The text edits of each fix of one module, as ruff reports them: the replaced node, the
+    imports it needs, the imports it leaves unused. What every fix shares (the module's
+    layout, its imports, the uses of imported names) is computed once."""
 
+    def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange],
+                 settings: Settings) -> None:
+        self.module = module
+        self.positions = positions
+        self.settings = settings
+        self._layout: Layout | None = None
+        self._uses: dict[str, list[cst.CSTNode]] | None = None
+        self._imported: frozenset[str] | None = None
+        self._added: dict[Needs, tuple[Edit, ...]] = {}
 
-def non_overlapping(
-    candidates: Iterable[tuple[NodeFix, CodeRange]],
-) -> list[NodeFix]:
-    """The fixes of one pass: in source order, skipping any that overlaps one already taken.
-    The skipped ones are applied by the next pass, as ruff does."""
-    chosen: list[NodeFix] = []
-    last_end: tuple[int, int] = (0, 0)
-    for fix, where in sorted(candidates, key=lambda c: (c[1].start.line, c[1].start.column)):
-        start = (where.start.line, where.start.column)
-        if start < last_end:
-            continue
-        chosen.append(fix)
-        last_end = (where.end.line, where.end.column)
-    return chosen
+    @property
+    def layout(self) -> Layout:
+        if self._layout is None:
+            self._layout = Layout(self.module)
+        return self._layout
 
+    def edits(self, fix: NodeFix) -> tuple[Edit, ...]:
+        where = self.positions[fix.target]
+        edits = [
+            Edit(
+                self.module.code_for_node(fix.replacement),
+                Position(where.start.line, where.start.column + 1),
+                Position(where.end.line, where.end.column + 1),
+            )
+        ]
+        needs = needs_of([fix])
+        edits += self._removals(fix, needs)
+        if needs:
+            edits += self._additions(needs)
+        return tuple(edits)
 
-def fix_edits(
-    module: cst.Module,
-    fix: NodeFix,
-    positions: Mapping[cst.CSTNode, CodeRange],
-    settings: Settings,
-) -> tuple[Edit, ...]:
-    """The text edits of one fix, as ruff reports them: the replaced node, then the imports."""
-    where = positions[fix.target]
-    edits = [
-        Edit(
-            module.code_for_node(fix.replacement),
-            Position(where.start.line, where.start.column + 1),
-            Position(where.end.line, where.end.column + 1),
-        )
-    ]
-    with_imports = _add_imports(module, [fix], settings)
-    if with_imports is not module:
-        edits.extend(_line_edits(module.code, with_imports.code))
-    return tuple(edits)
+    def _additions(self, needs: Needs) -> tuple[Edit, ...]:
+        if needs not in self._added:
+            wanted = imports.missing(self.module, needs, self.settings.helper_module)
+            line_edits = imports.add_edits(self.layout, wanted, self.settings.helper_module)
+            self._added[needs] = tuple(e.as_edit() for e in line_edits)
+        return self._added[needs]
 
-
-def _line_edits(before: str, after: str) -> list[Edit]:
-    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    edits = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            edits.append(Edit("".join(new[j1:j2]), Position(i1 + 1, 1), Position(i2 + 1, 1)))
-    return edits
+    def _removals(self, fix: NodeFix, needs: Needs) -> list[Edit]:
+        if self._imported is None:
+            self._imported = imports.imported_names(self.module)
+        if not self._imported:
+            return []
+        inside = imports.uses(fix.target)
+        candidates = (self._imported & inside.keys()) - needs.helpers - needs.modules
+        if not candidates:
+            return []
+        if self._uses is None:
+            self._uses = imports.uses(self.module)
+        kept = imports.uses(fix.replacement)
+        unused = {name for name in candidates
+                  if len(self._uses.get(name, ())) == len(inside[name]) and not kept.get(name)}
+        return [e.as_edit() for e in imports.removal_edits(self.layout, unused)]

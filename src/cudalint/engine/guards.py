@@ -12,15 +12,16 @@ import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
 
-from cudalint.rules.cud1_device import cuda_api_table
+from cudalint import data
 
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext
 
 # torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
-_PROBES = cuda_api_table.probes()
+_PROBES = frozenset(
+    name for name, entry in data.load("torch_cuda_api.toml")["api"].items() if entry.get("probe")
+)
 _CUDA_HOME = "torch.utils.cpp_extension.CUDA_HOME"
 # Values that are set only in a CUDA build of torch.
 _BUILD_PROBES = frozenset({"torch.version.cuda"})
@@ -56,9 +57,13 @@ def is_device(expr: cst.BaseExpression) -> bool:
         return names_a_device(expr.value)
     if isinstance(expr, cst.Attribute):
         return expr.attr.value == "type" or names_a_device(expr.attr.value)
-    if isinstance(expr, cst.Call) and m.matches(expr.func, m.Name("str")) and expr.args:
+    if isinstance(expr, cst.Call) and _is_name(expr.func, "str") and expr.args:
         return is_device(expr.args[0].value)
     return False
+
+
+def _is_name(expr: cst.BaseExpression, name: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == name
 
 
 def is_cuda_comparison(expr: cst.BaseExpression) -> bool:
@@ -130,7 +135,7 @@ def _tests_cuda_home(ctx: PythonContext, expr: cst.BaseExpression,
     if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
         return False
     target = expr.comparisons[0]
-    return type(target.operator) is operator and m.matches(target.comparator, m.Name("None")) \
+    return type(target.operator) is operator and _is_name(target.comparator, "None") \
         and ctx.qualname(expr.left) == _CUDA_HOME
 
 
@@ -142,13 +147,12 @@ def _negated(expr: cst.BaseExpression) -> cst.BaseExpression | None:
 
 def is_main_check(expr: cst.BaseExpression) -> bool:
     """`if __name__ == "__main__":`"""
-    return m.matches(
-        expr,
-        m.Comparison(
-            left=m.Name("__name__"),
-            comparisons=[m.ComparisonTarget(m.Equal(), comparator=m.SimpleString())],
-        ),
-    )
+    if not (isinstance(expr, cst.Comparison) and isinstance(expr.left, cst.Name)
+            and expr.left.value == "__name__" and len(expr.comparisons) == 1):
+        return False
+    target = expr.comparisons[0]
+    return isinstance(target.operator, cst.Equal) \
+        and isinstance(target.comparator, cst.SimpleString)
 
 
 def catches_import_error(node: cst.Try | cst.TryStar) -> bool:

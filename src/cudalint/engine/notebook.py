@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from cudalint.engine import noqa
+from cudalint.engine import noqa, notebook_imports
 from cudalint.engine.autofix import FixError, fix_python
+from cudalint.engine.imports import Needs
 from cudalint.engine.python import BOM, error_finding, lint_python
-from cudalint.engine.runner import CHECKERS, FileReport, Job, finish_fix, run_file_rules
+from cudalint.engine.runner import FileReport, Job, finish_fix, run_file_rules
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
 
@@ -63,6 +64,7 @@ def check_notebook(job: Job) -> FileReport:
     fixing = job.options.fix or job.options.diff
     findings: list[Finding] = []
     applied = 0
+    needs = Needs()
     changed: dict[int, str | list[str]] = {}  # 0-based cell index -> its new source
     for index, raw in enumerate(cells, start=1):
         if not isinstance(raw, dict) or raw.get("cell_type") != "code":
@@ -72,10 +74,11 @@ def check_notebook(job: Job) -> FileReport:
         if cell.python is None:
             continue
         if fixing:
-            fixed, count, found = _fix_cell(job, cell)
+            fixed, count, found, wanted = _fix_cell(job, cell)
             if count:
                 changed[index - 1] = _as_stored(fixed, raw.get("source"))
                 applied += count
+                needs = needs | wanted
         else:
             found = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
                                 prefilter=job.prefilter, want_edits=job.options.want_edits
@@ -85,7 +88,11 @@ def check_notebook(job: Job) -> FileReport:
         return FileReport(job.path, findings, text)
     if not changed:
         return finish_fix(job, job.data, 0, findings)
-    written = splice_sources(text, cells, changed)
+    new_cell = notebook_imports.add(cells, changed, needs, job.settings.helper_module)
+    if new_cell is not None:
+        findings = [replace(f, cell=f.cell + 1) if f.cell and f.cell > new_cell else f
+                    for f in findings]
+    written = None if new_cell is not None else splice_sources(text, cells, changed)
     if written is None:  # the sources could not be found in the text: write it anew
         for index, source in changed.items():
             cells[index]["source"] = source
@@ -212,23 +219,26 @@ def _shell_findings(job: Job, cell: Cell, index: int) -> list[Finding]:
     return [replace(finding, cell=index) for finding in found]
 
 
-def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding]]:
-    """The fixed cell text, the fixes applied, and the findings left."""
+def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], Needs]:
+    """The fixed cell text, the fixes applied, the findings left, and the imports the fixes
+    need: the notebook imports them once (cudalint.engine.notebook_imports). Imports are not
+    removed: a name one cell no longer uses may be used by another."""
     assert cell.python is not None
     try:
         outcome = fix_python(cell.python.encode(), job.path, job.python_rules, job.settings,
-                             unsafe=job.options.unsafe_fixes, prefilter=job.prefilter)
+                             unsafe=job.options.unsafe_fixes, prefilter=job.prefilter,
+                             add_imports=False, remove_unused=False)
     except FixError as error:
-        return cell.text, 0, [error_finding(job.path, str(error))]
-    fixed = _unmasked(outcome.data.decode(), cell.originals)
+        return cell.text, 0, [error_finding(job.path, str(error))], Needs()
+    fixed = unmasked(outcome.data.decode(), cell.originals)
     if fixed is None:  # a fix moved a placeholder: leave the cell as it was
         result = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter)
-        return cell.text, 0, result.findings
-    return fixed, outcome.applied, outcome.result.findings
+        return cell.text, 0, result.findings, Needs()
+    return fixed, outcome.applied, outcome.result.findings, outcome.needs
 
 
-def _unmasked(text: str, originals: dict[int, str]) -> str | None:
+def unmasked(text: str, originals: dict[int, str]) -> str | None:
     lines = text.split("\n")
     seen = set()
     for row, line in enumerate(lines):
@@ -310,5 +320,3 @@ def dump(notebook: Any, original: str) -> str:
         text += "\r\n" if original.endswith("\r\n") else "\n"
     return text
 
-
-CHECKERS[FileKind.NOTEBOOK] = check_notebook

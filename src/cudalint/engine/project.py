@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -12,20 +15,76 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from cudalint.config import Config
-from cudalint.engine.context import Settings
+from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version
+from cudalint.engine.context import HELPER_MODULE_DEFAULT, Settings
+from cudalint.engine.helper_place import helper_place, is_helper_copy
 from cudalint.engine.setup_py import SetupFacts, read_setup
+from cudalint.engine.torch_floor import declares, torch_floor
+from cudalint.kinds import FileKind
 
 
 def settings_for(config: Config) -> Settings:
     setup = setup_facts(config.root)
     return Settings(
-        helper_module=config.helper,
-        target_torch=config.target_torch_tuple,
+        helper_module=config.helper or HELPER_MODULE_DEFAULT,
+        target_torch=target_torch(config, setup),
         first_party=(frozenset(config.known_first_party) | first_party_packages(config.root)
                      | setup.packages | pyproject_names(config.root)),
         extension_modules=setup.cuda_extensions,
     )
+
+
+def target_torch(config: Config, setup: SetupFacts) -> tuple[int, int]:
+    """The torch the fixes must work on: the `target-torch` setting, else the oldest torch the
+    project's files allow, else DEFAULT_TARGET_TORCH (never the installed torch)."""
+    return (config.target_torch_tuple or torch_floor(config.root, setup)
+            or parse_version(DEFAULT_TARGET_TORCH))
+
+
+_CUDA_METHOD = re.compile(rb"^[ \t]+def[ \t]+cuda[ \t]*\(", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TreeFacts:
+    """What one scan of the checked Python files finds."""
+
+    own_cuda_method: bool = False  # a class defines `def cuda(self, ...)`
+    helper_copies: frozenset[Path] = frozenset()  # copies of the device helper
+
+
+def scan_tree(found: Iterable[tuple[Path, FileKind]]) -> TreeFacts:
+    """A plain text scan of the Python files, far cheaper than parsing them."""
+    own, copies = False, set()
+    for path, kind in found:
+        if kind is not FileKind.PYTHON:
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if is_helper_copy(data):
+            copies.add(path)
+        elif not own and b"def" in data and _CUDA_METHOD.search(data):
+            own = True
+    return TreeFacts(own, frozenset(copies))
+
+
+def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind, *,
+                  existing_only: bool = False) -> Settings:
+    """The settings for one file: its own standalone helper module when the configuration
+    names none and the project does not depend on cudalint. `existing_only` (the editor,
+    which cannot create the helper's file): only when that file exists."""
+    if config.helper or depends_on_cudalint(config.root):
+        return settings
+    place = helper_place(path, kind)
+    if existing_only and not place.path.is_file():
+        return settings
+    return replace(settings, helper_module=place.module, helper_file=place.path)
+
+
+@lru_cache(maxsize=8)
+def depends_on_cudalint(root: Path) -> bool:
+    return declares(root, setup_facts(root), "cudalint")
 
 
 def first_party_packages(root: Path) -> frozenset[str]:

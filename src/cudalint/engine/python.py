@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from cudalint.engine import noqa
 from cudalint.engine.context import PythonContext, Settings
-from cudalint.engine.fixer import fix_edits
+from cudalint.engine.fixer import EditPlanner
+from cudalint.engine.outline import outline
+from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.report import NodeFix, Report
 from cudalint.engine.traversal import walk
 from cudalint.finding import Finding, Fix, Position, Severity
-from cudalint.rules.base import NodeFix, PythonRule, Report
+
+if TYPE_CHECKING:
+    from cudalint.rules.base import PythonRule
 
 BOM = b"\xef\xbb\xbf"
 
@@ -26,6 +32,7 @@ class PythonResult:
     module: cst.Module | None = None
     # The fix behind each finding that has one, with the range of the node it replaces.
     fixes: list[tuple[Finding, NodeFix, CodeRange]] = field(default_factory=list)
+    text: str | None = None  # the module's code: what was read, as LibCST would write it
 
 
 def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Finding:
@@ -62,20 +69,32 @@ def lint_python(
     if isinstance(parsed, Finding):
         return PythonResult([parsed])
     ctx = PythonContext(parsed, settings, path=path)
-    walk(ctx, rules)
+    first_pass = outline(data.removeprefix(BOM), parsed, prefilter)
+    reported = walk(ctx, rules, () if first_pass is None else first_pass.skip)
+    text = data.removeprefix(BOM).decode(parsed.encoding)
     if not ctx.reports:
-        return PythonResult([], parsed)
-    return _positioned(ctx, path, settings, want_edits=want_edits, cell=cell)
+        return PythonResult([], parsed, text=text)
+    positions = (whole_module_positions(parsed) if first_pass is None
+                 else StatementPositions(parsed, first_pass.starts, reported))
+    result = PythonResult([], parsed, text=text)
+    _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell)
+    return result
 
 
 def _positioned(
-    ctx: PythonContext, path: Path, settings: Settings, *, want_edits: bool, cell: int | None
-) -> PythonResult:
+    result: PythonResult,
+    ctx: PythonContext,
+    positions: Mapping[cst.CSTNode, CodeRange],
+    path: Path,
+    settings: Settings,
+    *,
+    want_edits: bool,
+    cell: int | None,
+) -> None:
     module = ctx.module
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    suppress = noqa.parse_python_noqa(module.code)
-    result = PythonResult([], module)
+    suppress = noqa.parse_python_noqa(result.text or "")
     seen: set[tuple[str, int, int]] = set()
+    planner = EditPlanner(module, positions, settings) if want_edits else None
     for report in ctx.reports:
         finding = _finding(report, positions[report.node], path, cell)
         key = (report.code, finding.location.row, finding.location.column)
@@ -83,12 +102,11 @@ def _positioned(
             continue
         seen.add(key)
         if report.fix is not None:
-            edits = fix_edits(module, report.fix, positions, settings) if want_edits else ()
+            edits = planner.edits(report.fix) if planner is not None else ()
             fix = Fix(report.fix.applicability, report.fix.message, edits)
             finding = replace(finding, fix=fix)
             result.fixes.append((finding, report.fix, positions[report.fix.target]))
         result.findings.append(finding)
-    return result
 
 
 def _finding(report: Report, where: CodeRange, path: Path, cell: int | None) -> Finding:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cudalint import rules as registry
 from cudalint.config import Config, ConfigError
 from cudalint.discovery import discover
 from cudalint.engine import noqa, project
@@ -22,7 +23,10 @@ from cudalint.engine.writer import write_atomic
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, PythonRule, Rule
+from cudalint.runtime.helper import write_helper
+
+if TYPE_CHECKING:
+    from cudalint.rules.base import FileRule, PythonRule, Rule
 
 
 @dataclass
@@ -45,6 +49,8 @@ class FileReport:
     text: str | None = None  # the checked text (after fixing), for source excerpts
     fixed: int = 0  # fixes applied (or, with --diff, that would be)
     diff: str = ""
+    helper: Path | None = None  # the standalone helper the fixed file imports
+    helper_written: bool = False  # this run wrote that helper
 
 
 @dataclass
@@ -61,12 +67,24 @@ class Job:
     options: RunOptions
 
 
-# A checker per file kind; the notebook checker registers itself here.
 Checker = Callable[[Job], FileReport]
-CHECKERS: dict[FileKind, Checker] = {}
 
 
+def checker_for(kind: FileKind) -> Checker:
+    """The checker of a non-Python file kind. The notebook checker builds on this module, so
+    it is imported when the first notebook comes up (which also spares every other run it)."""
+    if kind is FileKind.NOTEBOOK:
+        from cudalint.engine.notebook import check_notebook
+
+        return check_notebook
+    return check_other
+
+
+# The engine sits below the rules: the registry (which imports every rule module) is loaded
+# when a run selects its rules, never by importing the engine.
 def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...]:
+    from cudalint import rules as registry
+
     select = options.select if options.select is not None else config.select
     ignore = options.ignore if options.ignore is not None else config.ignore
     return registry.select([*select, *config.extend_select, *options.extend_select], ignore)
@@ -74,6 +92,8 @@ def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...
 
 def validate_selectors(config: Config) -> None:
     """Raise ConfigError for a `select`/`ignore` entry that names no rule."""
+    from cudalint import rules as registry
+
     for selector in [*config.select, *config.ignore, *config.extend_select]:
         if not registry.is_known_selector(selector):
             raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
@@ -82,16 +102,40 @@ def validate_selectors(config: Config) -> None:
 def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
+    found = discover(paths, config, force_exclude=options.force_exclude)
+    tree = project.scan_tree(found)
+    if tree.own_cuda_method:
+        settings = replace(settings, own_cuda_method=True)
     tasks = [
-        (path, kind, rules_for(path, enabled, config), settings, options)
-        for path, kind in discover(paths, config, force_exclude=options.force_exclude)
+        (path, kind, rules_for(path, enabled, config),
+         project.file_settings(settings, config, path, kind), options)
+        for path, kind in found if path not in tree.helper_copies
     ]
     jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
     if jobs < 2:
-        return [check_file(*task) for task in tasks]
-    # Each file is checked (and fixed) on its own, so processes share nothing but the results.
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(_check_task, tasks, chunksize=8))
+        reports = [check_file(*task) for task in tasks]
+    else:
+        # Each file is checked (and fixed) on its own, so processes share nothing but the
+        # results.
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            reports = list(pool.map(_check_task, tasks, chunksize=8))
+    if options.fix and not options.diff:
+        write_helpers(reports)
+    return reports
+
+
+def write_helpers(reports: Sequence[FileReport]) -> None:
+    """Write the standalone helper where fixed files now import it and it is missing."""
+    for report in reports:
+        if report.helper is None or report.helper.exists():
+            continue
+        try:
+            write_helper(report.helper, force=False)
+        except OSError as error:
+            report.findings.append(error_finding(
+                report.path, f"cannot write the device helper {report.helper}: {error}"))
+            continue
+        report.helper_written = True
 
 
 # Below this many files a second process costs more than it saves.
@@ -118,6 +162,8 @@ def check_file(
             data = path.read_bytes()
         except OSError as error:
             return FileReport(path, [error_finding(path, f"cannot read: {error.strerror}")])
+    from cudalint.rules.base import FileRule, PythonRule
+
     python_rules = tuple(r for r in rules if issubclass(r, PythonRule))
     job = Job(
         path=path,
@@ -131,7 +177,7 @@ def check_file(
     )
     if kind is FileKind.PYTHON:
         return check_python(job)
-    return CHECKERS.get(kind, check_other)(job)
+    return checker_for(kind)(job)
 
 
 def check_python(job: Job) -> FileReport:
@@ -139,7 +185,7 @@ def check_python(job: Job) -> FileReport:
     if not (options.fix or options.diff):
         result = lint_python(job.data, job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter, want_edits=options.want_edits)
-        return FileReport(job.path, result.findings, _text(result.module))
+        return FileReport(job.path, result.findings, result.text)
     try:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
@@ -154,12 +200,19 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
     report = FileReport(job.path, findings, text, applied)
     if fixed == job.data:
         return report
+    if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
+        report.helper = job.settings.helper_file
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
     else:
         write_atomic(job.path, fixed)
     return report
+
+
+def imports_module(text: str, module: str) -> bool:
+    """Whether `text` (Python, or a notebook's JSON) has `from <module> import`."""
+    return re.search(rf"(?:^|[\s\"])from\s+{re.escape(module)}\s+import\b", text) is not None
 
 
 def check_other(job: Job) -> FileReport:
@@ -226,11 +279,3 @@ def _matches(path: Path, pattern: str, root: Path) -> bool:
         relative = path.as_posix()
     return fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern)
 
-
-def _text(module: object) -> str | None:
-    code = getattr(module, "code", None)
-    return code if isinstance(code, str) else None
-
-
-# The notebook checker registers itself in CHECKERS; it imports this module, so it comes last.
-from cudalint.engine import notebook as _notebook  # noqa: E402, F401

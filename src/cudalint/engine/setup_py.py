@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 
 import libcst as cst
-import libcst.matchers as m
+
+from cudalint.engine.traversal import find_all
 
 # The fallback for a setup.py LibCST cannot parse (Python 2 prints, ...).
 _EXTENSION = re.compile(r"CUDAExtension\(\s*(?:name\s*=\s*)?['\"]([\w.]+)['\"]")
@@ -18,6 +19,7 @@ _CUDA_SOURCE = (".cu", ".cuh")
 class SetupFacts:
     cuda_extensions: frozenset[str] = frozenset()  # dotted module names
     packages: frozenset[str] = frozenset()  # top-level import names the project ships
+    requires: tuple[str, ...] = ()  # install_requires and extras_require entries (literals)
 
 
 def read_setup(text: str) -> SetupFacts:
@@ -27,7 +29,7 @@ def read_setup(text: str) -> SetupFacts:
         return SetupFacts(cuda_extensions=frozenset(_EXTENSION.findall(text)))
     reader = _SetupReader()
     module.visit(reader)
-    return SetupFacts(reader.cuda_only(), frozenset(reader.packages))
+    return SetupFacts(reader.cuda_only(), frozenset(reader.packages), tuple(reader.requires))
 
 
 class _SetupReader(cst.CSTVisitor):
@@ -42,6 +44,8 @@ class _SetupReader(cst.CSTVisitor):
         self.aliases: dict[str, str] = {}  # `import CUDAExtension as CE`: CE -> CUDAExtension
         self.calls: list[cst.Call] = []
         self.packages: set[str] = set()
+        self.requires: list[str] = []
+        self.lists: dict[str, cst.List | cst.Tuple] = {}
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
         imported = _last_name(node.name)
@@ -54,6 +58,8 @@ class _SetupReader(cst.CSTVisitor):
             if not isinstance(target.target, cst.Name):
                 continue
             name = target.target.value
+            if isinstance(node.value, (cst.List, cst.Tuple)):
+                self.lists[name] = node.value
             value = self.string(node.value)
             if value is not None:
                 self.constants[name] = value
@@ -92,6 +98,11 @@ class _SetupReader(cst.CSTVisitor):
         name = self.string(_argument(node, -1, "name"))
         if name:
             self.packages.add(re.sub(r"[-.]+", "_", name).lower())
+        self._read_requires(_argument(node, -1, "install_requires"))
+        extras = _argument(node, -1, "extras_require")
+        if isinstance(extras, cst.Dict):
+            for entry in extras.elements:
+                self._read_requires(entry.value)
         for keyword in ("packages", "py_modules"):
             listed = _argument(node, -1, keyword)
             if isinstance(listed, (cst.List, cst.Tuple)):
@@ -99,6 +110,12 @@ class _SetupReader(cst.CSTVisitor):
                     value = self.string(element.value)
                     if value:
                         self.packages.add(value.split(".", 1)[0])
+
+    def _read_requires(self, listed: cst.BaseExpression | None) -> None:
+        if isinstance(listed, cst.Name):  # `install_requires=REQUIREMENTS`
+            listed = self.lists.get(listed.value)
+        if isinstance(listed, (cst.List, cst.Tuple)):
+            self.requires.extend(v for e in listed.elements if (v := self.string(e.value)))
 
     def string(self, expr: cst.BaseExpression | None) -> str | None:
         """The value of a string expression built from literals and string constants."""
@@ -155,7 +172,7 @@ def _argument(call: cst.Call, position: int, keyword: str) -> cst.BaseExpression
 
 def _names_in(expr: cst.BaseExpression) -> list[str]:
     names = []
-    for node in m.findall(expr, m.Name() | m.Attribute()):
+    for node in find_all(expr, (cst.Name, cst.Attribute)):
         name = _last_name(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
         if name:
             names.append(name)
@@ -164,7 +181,7 @@ def _names_in(expr: cst.BaseExpression) -> list[str]:
 
 def _has_cu(call: cst.Call) -> bool:
     """A literal `.cu` source among the call's arguments (`sources=["k.cu"]`, globs too)."""
-    for string in m.findall(call, m.SimpleString()):
+    for string in find_all(call, (cst.SimpleString,)):
         value = string.evaluated_value if isinstance(string, cst.SimpleString) else None
         if isinstance(value, str) and value.endswith(_CUDA_SOURCE):
             return True

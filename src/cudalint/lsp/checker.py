@@ -111,7 +111,9 @@ def _is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
 
 def check_text(path: Path, kind: FileKind, text: str, found: Project) -> list[Finding]:
     """The findings for a buffer, each fix with its text edits."""
-    report = check_file(path, kind, found.rules_for(path), found.settings, _OPTIONS,
+    settings = project.file_settings(found.settings, found.config, path, kind,
+                                     existing_only=True)
+    report = check_file(path, kind, found.rules_for(path), settings, _OPTIONS,
                         data=encode(text))
     return sorted(report.findings, key=Finding.sort_key)
 
@@ -120,10 +122,12 @@ def fix_text(path: Path, text: str, found: Project) -> str | None:
     """The buffer with every safe fix applied, as `cudalint check --fix` writes it; None when
     nothing changes or the fixed code would not parse."""
     python_rules = tuple(r for r in found.rules_for(path) if issubclass(r, PythonRule))
-    prefilter = Prefilter.for_rules(python_rules, found.settings)
+    settings = project.file_settings(found.settings, found.config, path, FileKind.PYTHON,
+                                     existing_only=True)
+    prefilter = Prefilter.for_rules(python_rules, settings)
     data = encode(text)
     try:
-        outcome = fix_python(data, path, python_rules, found.settings, prefilter=prefilter)
+        outcome = fix_python(data, path, python_rules, settings, prefilter=prefilter)
     except FixError:
         return None
     if outcome.data == data:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
@@ -102,6 +103,25 @@ def render_footer(
     if hidden and not unsafe:
         console.print(f"({hidden} hidden {'fix' if hidden == 1 else 'fixes'} can be enabled "
                       "with the `--unsafe-fixes` option.)", highlight=False, markup=False)
+
+
+def render_helpers(reports: Sequence[FileReport], console: Console, *, diff: bool) -> None:
+    """Where the standalone device helper the fixed files import went, and how to change it."""
+    helpers = sorted({r.helper for r in reports if r.helper is not None
+                      and (r.helper_written or (diff and not r.helper.exists()))})
+    for helper in helpers:
+        verb = "Would write" if diff else "Wrote"
+        console.print(f"{verb} the device helper {_shown(helper)}, which the fixed files import "
+                      "(standalone: needs only torch). To import another module instead, set "
+                      '`helper = "<module>"` in [tool.cudalint], e.g. `helper = '
+                      '"cudalint.device"` to depend on cudalint.', highlight=False, markup=False)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def render_statistics(reports: Sequence[FileReport], console: Console) -> None:

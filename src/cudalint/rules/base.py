@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from cudalint.engine.report import NodeFix, Report
 from cudalint.finding import Applicability, Finding, Position, Severity
 
 if TYPE_CHECKING:
@@ -42,35 +43,6 @@ class Invalid:
     unsafe: bool = False
     path: str = "example.py"
     count: int = 1
-
-
-@dataclass(frozen=True)
-class NodeFix:
-    """Replace `target` (a node of the parsed module) with `replacement`.
-
-    `helpers` are names the replacement uses from the configured helper module
-    (`pick_device`, `synchronize`, ...); `imports` are plain `import X` modules it needs.
-    """
-
-    target: cst.CSTNode
-    replacement: cst.CSTNode
-    message: str
-    applicability: Applicability = Applicability.SAFE
-    helpers: tuple[str, ...] = ()
-    imports: tuple[str, ...] = ()
-
-
-@dataclass
-class Report:
-    """What a Python rule says about a node, before the engine positions it."""
-
-    code: str
-    node: cst.CSTNode
-    message: str
-    severity: Severity
-    guarded: bool
-    fix: NodeFix | None = None
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 class Rule:

@@ -2,18 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from functools import cache
-from importlib import resources
-from typing import Any
+from cudalint.data import load
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-
-@cache
-def load(name: str) -> dict[str, Any]:
-    """The parsed `cudalint/data/<name>`."""
-    return tomllib.loads(resources.files("cudalint.data").joinpath(name).read_text("utf-8"))
+__all__ = ["load"]

@@ -201,8 +201,7 @@ def test_configured_helper_module(tmp_path):
               "torch.cuda.empty_cache()\n")
     _, after = run_on(tmp_path, source, codes=["CUD105"], fix=True, config=config)
     assert after.decode() == (
-        "import torch\nfrom myproj.device import empty_cache, manual_seed\n"
-        "manual_seed(1)\nempty_cache()\n"
+        "from myproj.device import empty_cache, manual_seed\nmanual_seed(1)\nempty_cache()\n"
     )
 
 

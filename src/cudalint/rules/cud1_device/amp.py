@@ -104,8 +104,7 @@ class CudaOnlyMixedPrecision(ApiUseRule):
             "from torch.cuda.amp import autocast, GradScaler\n"
             "scaler = GradScaler(enabled=use_amp)\n"
             "with autocast(enabled=use_amp, cache_enabled=False):\n    pass\n",
-            "from torch.cuda.amp import autocast, GradScaler\nimport torch\n"
-            "from cudalint.device import pick_device\n\n"
+            "import torch\nfrom cudalint.device import pick_device\n\n"
             "scaler = torch.amp.GradScaler(pick_device().type, enabled=use_amp)\n"
             "with torch.autocast(pick_device().type, enabled=use_amp, cache_enabled=False):\n"
             "    pass\n",

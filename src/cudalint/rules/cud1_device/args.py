@@ -39,3 +39,11 @@ def respaced(args: Sequence[cst.Arg]) -> list[cst.Arg]:
     if not args:
         return []
     return [*args[:-1], args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+
+
+def replace_message(module: cst.Module, replacement: cst.CSTNode) -> str:
+    """"Replace with `<the code written>`", on one line, shortened past 70 characters."""
+    code = " ".join(module.code_for_node(replacement).split())
+    if len(code) > 70:
+        code = code[:67] + "..."
+    return f"Replace with `{code}`"

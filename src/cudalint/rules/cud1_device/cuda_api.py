@@ -75,16 +75,16 @@ class PortableCudaCall(ApiUseRule):
     INVALID = (
         Invalid(
             "import torch\ntorch.cuda.synchronize()\n",
-            "import torch\nfrom cudalint.device import synchronize\n\nsynchronize()\n",
+            "from cudalint.device import synchronize\n\nsynchronize()\n",
         ),
         Invalid(
             "import torch\n\ndef seed(s):\n    torch.cuda.manual_seed_all(s)\n",
-            "import torch\nfrom cudalint.device import manual_seed_all\n\n"
+            "from cudalint.device import manual_seed_all\n\n"
             "def seed(s):\n    manual_seed_all(s)\n",
         ),
         Invalid(
             "import torch.cuda as tc\n\ndef free():\n    tc.empty_cache()\n",
-            "import torch.cuda as tc\nfrom cudalint.device import empty_cache\n\n"
+            "from cudalint.device import empty_cache\n\n"
             "def free():\n    empty_cache()\n",
         ),
         Invalid(
@@ -100,13 +100,13 @@ class PortableCudaCall(ApiUseRule):
         ),
         Invalid(
             "import torch\nstart = torch.cuda.Event(enable_timing=True)\n",
-            "import torch\nfrom cudalint.device import Event\n\n"
+            "from cudalint.device import Event\n\n"
             "start = Event(enable_timing=True)\n",
         ),
         Invalid(
             "import torch\n\ndef peak(dev):\n"
             "    return torch.cuda.max_memory_allocated(device=dev)\n",
-            "import torch\nfrom cudalint.device import max_memory_allocated\n\n"
+            "from cudalint.device import max_memory_allocated\n\n"
             "def peak(dev):\n    return max_memory_allocated(device=dev)\n",
         ),
         Invalid(
@@ -116,7 +116,7 @@ class PortableCudaCall(ApiUseRule):
         ),
         Invalid(
             "import torch\nn = torch.cuda.device_count()\n",
-            "import torch\nfrom cudalint.device import device_count\n\nn = device_count()\n",
+            "from cudalint.device import device_count\n\nn = device_count()\n",
             unsafe=True,
         ),
         # The helper takes no device: reported, not fixed.

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.context import PythonContext
+from cudalint.finding import Applicability
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as device_args
+from cudalint.rules.cud1_device.device_strings import cuda_device_expr
 
 _NOT_MOVED = frozenset({"torch", "numba", "cupy", "jax"})
 
@@ -35,7 +38,11 @@ class CudaMethodCall(PythonRule):
 
     ## Fix safety
     Safe: `pick_device()` returns the current CUDA device wherever CUDA is available, so
-    `.to(pick_device())` does what `.cuda()` did there; `.cuda(i)` becomes `pick_device(i)`.
+    `.to(pick_device())` does what `.cuda()` did there; `.cuda(i)` becomes `pick_device(i)`,
+    `.cuda("cuda:1")` becomes `pick_device(1)`, and any other device (a `torch.device`, a
+    variable) is passed on, `pick_device(device)`, which returns that very CUDA device where
+    CUDA is available. A project that defines its own `cuda` method on a class gets this fix
+    as unsafe only, since the receiver may be one of its objects.
     """
 
     code = "CUD102"
@@ -70,6 +77,16 @@ class CudaMethodCall(PythonRule):
             "from cudalint.device import pick_device\n\nx = y.to(pick_device(rank))\n",
         ),
         Invalid(
+            "x = batch.cuda('cuda:1', non_blocking=True)\n",
+            "from cudalint.device import pick_device\n\n"
+            "x = batch.to(pick_device(1), non_blocking=True)\n",
+        ),
+        Invalid(
+            "def put(t, device):\n    return t.cuda(device)\n",
+            "from cudalint.device import pick_device\n\n"
+            "def put(t, device):\n    return t.to(pick_device(device))\n",
+        ),
+        Invalid(
             "h = model.cuda().half().cuda()\n",
             "from cudalint.device import pick_device\n\n"
             "h = model.to(pick_device()).half().to(pick_device())\n",
@@ -91,11 +108,26 @@ class CudaMethodCall(PythonRule):
         split = device_args.split_device_argument(node.args, positional=0, keyword="device")
         if split is None:
             return None
-        index, rest = split
-        device = self.ctx.helper_call("pick_device", [cst.Arg(index)] if index else [])
+        given, rest = split
+        device = self.ctx.helper_call("pick_device", _device_arguments(self.ctx, given))
         replacement = node.with_changes(
             func=func.with_changes(attr=cst.Name("to")),
             args=[cst.Arg(device), *device_args.respaced(rest)],
         )
-        return NodeFix(node, replacement, "Replace with `.to(pick_device())`",
+        written = self.ctx.module.code_for_node(device) + (", ..." if rest else "")
+        applicability = Applicability.UNSAFE if self.ctx.settings.own_cuda_method \
+            else Applicability.SAFE
+        return NodeFix(node, replacement, f"Replace with `.to({written})`", applicability,
                        helpers=("pick_device",))
+
+
+def _device_arguments(ctx: PythonContext, given: cst.BaseExpression | None) -> list[cst.Arg]:
+    """What `pick_device` gets for `.cuda(<given>)`: the index of a CUDA device string or
+    `torch.device(...)` (`"cuda:1"` -> `1`, never `str(pick_device(1))`), else `given` as it
+    is: pick_device takes an index, a device string or a torch.device."""
+    if given is None:
+        return []
+    parsed = cuda_device_expr(ctx, given)
+    if parsed is not None:
+        return [cst.Arg(parsed.index)] if parsed.index is not None else []
+    return [cst.Arg(given)]

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
 
 from cudalint.engine.guards import is_cuda_probe, names_cuda_flag
+from cudalint.engine.traversal import find_all
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
+from cudalint.rules.cud1_device.args import replace_message
 from cudalint.rules.cud1_device.device_strings import (
     DeviceString,
     cuda_device_expr,
@@ -153,22 +154,22 @@ class CudaOrCpuChoice(PythonRule):
     INVALID = (
         Invalid(
             "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
-            "import torch\nfrom cudalint.device import pick_device\n\ndevice = pick_device()\n",
+            "from cudalint.device import pick_device\n\ndevice = pick_device()\n",
         ),
         Invalid(
             "import torch\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n",
-            "import torch\nfrom cudalint.device import pick_device\n\n"
+            "from cudalint.device import pick_device\n\n"
             "DEVICE = str(pick_device())\n",
         ),
         Invalid(
             "import torch\n"
             "dev = torch.device('cuda:1') if torch.cuda.is_available() else torch.device('cpu')\n",
-            "import torch\nfrom cudalint.device import pick_device\n\ndev = pick_device(1)\n",
+            "from cudalint.device import pick_device\n\ndev = pick_device(1)\n",
         ),
         Invalid(
             "import torch\n\n# pick a device\nif torch.cuda.is_available():\n"
             "    device = torch.device('cuda')\nelse:\n    device = torch.device('cpu')\n",
-            "import torch\nfrom cudalint.device import pick_device\n\n"
+            "from cudalint.device import pick_device\n\n"
             "# pick a device\ndevice = pick_device()\n",
         ),
         Invalid("device = 'cuda' if args.cuda and torch.cuda.is_available() else 'cpu'\n"),
@@ -204,7 +205,7 @@ class CudaOrCpuChoice(PythonRule):
                      self.ctx.module)
         target = choice.target.target if choice.target else _assigned_name(self.ctx)
         code = self.ctx.module.code_for_node
-        for node in m.findall(scope, m.Call() | m.Assign()):
+        for node in find_all(scope, (cst.Call, cst.Assign)):
             if isinstance(node, cst.Call) and self.ctx.call_name(node) in _MPS_PROBES:
                 return True
             if isinstance(node, cst.Assign) and target is not None and _is_mps(node.value) \
@@ -223,12 +224,14 @@ class CudaOrCpuChoice(PythonRule):
                 body=[cst.Assign(targets=[choice.target], value=value)],
                 leading_lines=node.leading_lines,
             )
-            return NodeFix(node, line, "Replace with `pick_device()`", helpers=("pick_device",))
+            message = replace_message(self.ctx.module, line.body[0])
+            return NodeFix(node, line, message, helpers=("pick_device",))
         outer = _enclosing_torch_device(self.ctx, node)
         as_device = choice.as_device or outer is not None
         value = device_replacement(self.ctx, choice.cuda.index, as_device=as_device)
         target = outer if outer is not None else node
-        return NodeFix(target, value, "Replace with `pick_device()`", helpers=("pick_device",))
+        return NodeFix(target, value, replace_message(self.ctx.module, value),
+                       helpers=("pick_device",))
 
 
 def _assigned_name(ctx: PythonContext) -> cst.BaseExpression | None:

@@ -94,11 +94,11 @@ class HardcodedCudaDevice(TracksAssignments):
         ),
         Invalid(
             "import torch\nd = torch.device('cuda', rank)\n",
-            "import torch\nfrom cudalint.device import pick_device\n\nd = pick_device(rank)\n",
+            "from cudalint.device import pick_device\n\nd = pick_device(rank)\n",
         ),
         Invalid(
             "import torch as th\nd = th.device(f'cuda:{rank}')\n",
-            "import torch as th\nfrom cudalint.device import pick_device\n\n"
+            "from cudalint.device import pick_device\n\n"
             "d = pick_device(rank)\n",
         ),
         Invalid(

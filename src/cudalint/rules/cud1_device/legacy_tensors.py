@@ -97,7 +97,7 @@ class LegacyCudaTensorType(ApiUseRule):
         ),
         Invalid(
             "from torch.cuda import BoolTensor\nm = BoolTensor((True, False))\n",
-            "from torch.cuda import BoolTensor\nimport torch\nfrom cudalint.device import "
+            "import torch\nfrom cudalint.device import "
             "pick_device\n\nm = torch.tensor((True, False), dtype=torch.bool, "
             "device=pick_device())\n",
         ),
@@ -176,7 +176,7 @@ class LegacyCudaTensorType(ApiUseRule):
             func=func.with_changes(attr=cst.Name("to")),
             args=[cst.Arg(pick_device(self.ctx)), cst.Arg(dtype), *call_args.respaced(rest)],
         )
-        return NodeFix(call, replacement, "Replace with `.to(pick_device(), dtype)`",
+        return NodeFix(call, replacement, call_args.replace_message(self.ctx.module, replacement),
                        api.applicability, helpers=("pick_device",), imports=imports)
 
     # -- torch.cuda.FloatTensor(...) -----------------------------------------------------

@@ -93,7 +93,7 @@ class IntegerDeviceOrdinal(PythonRule):
         ),
         Invalid(
             "import torch\nd = torch.device(args.gpu)\n",
-            "import torch\nfrom cudalint.device import pick_device\n\nd = pick_device(args.gpu)\n",
+            "from cudalint.device import pick_device\n\nd = pick_device(args.gpu)\n",
             unsafe=True,
         ),
         Invalid(
@@ -124,6 +124,7 @@ class IntegerDeviceOrdinal(PythonRule):
         fix = None
         if self.ctx.helper_available("pick_device"):
             replacement = self.ctx.helper_call("pick_device", [cst.Arg(ordinal)])
-            fix = NodeFix(target or ordinal, replacement, "Replace with `pick_device(...)`",
+            message = call_args.replace_message(self.ctx.module, replacement)
+            fix = NodeFix(target or ordinal, replacement, message,
                           applicability=Applicability.UNSAFE, helpers=("pick_device",))
         self.report(ordinal, fix=fix)

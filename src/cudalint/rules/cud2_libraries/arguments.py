@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import libcst as cst
-import libcst.matchers as m
+
+from cudalint.engine.traversal import find_all
 
 
 def argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExpression | None:
@@ -28,7 +29,7 @@ def string_value(expr: cst.BaseExpression | None) -> str | None:
 def string_parts(expr: cst.CSTNode) -> Iterator[str]:
     """The literal text in `expr`: plain strings and the fixed parts of f-strings, anywhere
     inside it (`os.path.join(root, "k.cu")`, `f"{lib}/libcudart.so"`)."""
-    for node in m.findall(expr, m.SimpleString() | m.FormattedStringText()):
+    for node in find_all(expr, (cst.SimpleString, cst.FormattedStringText)):
         if isinstance(node, cst.FormattedStringText):
             yield node.value
         elif isinstance(node, cst.SimpleString) and (value := string_value(node)) is not None:

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
+
+from cudalint.engine.traversal import find_all
 
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext
@@ -45,7 +46,7 @@ def under_check(ctx: PythonContext, words: Iterable[str]) -> bool:
 
 def _mentions(test: cst.BaseExpression, words: tuple[str, ...]) -> bool:
     tokens: list[str] = []
-    for node in m.findall(test, m.Name() | m.SimpleString()):
+    for node in find_all(test, (cst.Name, cst.SimpleString)):
         if isinstance(node, cst.Name):
             tokens.append(node.value.lower())
         elif isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
@@ -59,6 +60,7 @@ def _polarity(test: cst.BaseExpression) -> bool:
         return not _polarity(test.expression)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
-        if m.matches(target.comparator, m.Name("None")):
+        comparator = target.comparator
+        if isinstance(comparator, cst.Name) and comparator.value == "None":
             return not isinstance(target.operator, (cst.Is, cst.Equal))
     return True

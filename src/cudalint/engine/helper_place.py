@@ -1,0 +1,64 @@
+"""Where `--fix` puts the standalone device helper when the project does not depend on
+cudalint, so that the fixed code runs without cudalint installed.
+
+A module of a package imports `<top package>._device` (the helper sits in the top package:
+`pkg/_device.py`, `src/pkg/_device.py`), which works for `import pkg.train` and
+`python -m pkg.train`. A script outside any package, and a notebook, import `_device` from a
+helper beside it, which works for `python train.py` and for a notebook's kernel started in
+its folder. `helper = "..."` in [tool.cudalint] names another module (`"cudalint.device"` to
+depend on cudalint instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cudalint.kinds import FileKind
+
+HELPER_NAME = "_device"
+FALLBACK_NAME = "_cudalint_device"  # when the project has a `_device.py` of its own
+# The first bytes of the helper's source (cudalint/device.py): a file that starts so is a
+# copy of the helper, which a run neither checks nor fixes.
+HELPER_MARKER = b'"""Portable device selection and `torch.cuda.*` replacements (written by'
+
+
+@dataclass(frozen=True)
+class HelperPlace:
+    module: str  # what the fixed file imports
+    path: Path  # where the helper is written when a fix uses it
+
+
+def is_helper_copy(data: bytes) -> bool:
+    return data.lstrip(b"\xef\xbb\xbf").startswith(HELPER_MARKER)
+
+
+def helper_place(path: Path, kind: FileKind) -> HelperPlace:
+    """The helper module a file imports, and where that module's file is."""
+    folder = path.resolve().parent
+    top = None if kind is FileKind.NOTEBOOK else _top_package(folder)
+    home = top if top is not None else folder
+    name = _free_name(home)
+    module = f"{top.name}.{name}" if top is not None else name
+    return HelperPlace(module, home / f"{name}.py")
+
+
+def _top_package(folder: Path) -> Path | None:
+    """The outermost folder of the package `folder` is in (folders with `__init__.py`)."""
+    top = None
+    while (folder / "__init__.py").is_file():
+        top = folder
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return top
+
+
+def _free_name(home: Path) -> str:
+    """`_device`, unless the project has a `_device.py` that is not the helper."""
+    existing = home / f"{HELPER_NAME}.py"
+    try:
+        data = existing.read_bytes()
+    except OSError:
+        return HELPER_NAME
+    return HELPER_NAME if is_helper_copy(data) else FALLBACK_NAME

@@ -1,0 +1,348 @@
+"""The imports a fix needs, and the imports its rewrite left unused, as line edits.
+
+New imports go with the module's import block: after the docstring, `from __future__` imports
+and module dunders (`__author__ = ...`), after the last import of the leading import block,
+merged into an existing `from <helper> import ...`. An import (or one name of a `from`
+import) is removed only when the fixes removed its last use. Only top-level, one-statement
+import lines are touched; everything is computed from the module's top-level statements, with
+no whole-module transform.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cudalint.engine.context import dotted_name
+from cudalint.finding import Edit, Position
+
+# Past this length the helper import is written one name a line, as black and ruff format it.
+LINE_LENGTH = 88
+
+
+@dataclass(frozen=True)
+class Needs:
+    """Names from the helper module, and plain `import X` modules."""
+
+    helpers: frozenset[str] = frozenset()
+    modules: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.helpers or self.modules)
+
+    def __or__(self, other: Needs) -> Needs:
+        return Needs(self.helpers | other.helpers, self.modules | other.modules)
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """Replace lines [start, end) (0-based) with `text`."""
+
+    start: int
+    end: int
+    text: str
+
+    def as_edit(self) -> Edit:
+        return Edit(self.text, Position(self.start + 1, 1), Position(self.end + 1, 1))
+
+
+@dataclass(frozen=True)
+class _Statement:
+    node: cst.BaseStatement
+    first: int  # 0-based line of the statement itself (after its leading blank lines/comments)
+    end: int  # 0-based line after its last line
+    blank_before: bool  # a blank line separates it from the statement above
+
+
+class Layout:
+    """Where each top-level statement of a module sits, in lines."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.newline = module.default_newline
+        self.statements: list[_Statement] = []
+        line = len(module.header)
+        for node in module.body:
+            lead = len(node.leading_lines)
+            code = module.code_for_node(node)
+            lines = _count_lines(code)
+            blank = any(not ll.comment for ll in node.leading_lines)
+            self.statements.append(_Statement(node, line + lead, line + lines, blank))
+            line += lines
+        self.line_count = line
+        self.ends_with_newline = module.code.endswith(("\n", "\r"))
+
+
+def _count_lines(text: str) -> int:
+    return len(text.splitlines(keepends=True)) if text else 0
+
+
+# -- what a module imports ----------------------------------------------------------------------
+def _import_of(statement: cst.BaseStatement) -> cst.Import | cst.ImportFrom | None:
+    """The import of a one-import line, else None."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    node = statement.body[0]
+    return node if isinstance(node, (cst.Import, cst.ImportFrom)) else None
+
+
+def _is_header(statement: cst.BaseStatement, index: int) -> bool:
+    """A docstring, a `from __future__` import or a dunder assignment."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return False
+    node = statement.body[0]
+    if isinstance(node, cst.ImportFrom):
+        return _is_future(node)
+    if index == 0 and isinstance(node, cst.Expr) and isinstance(
+            node.value, (cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, (cst.Assign, cst.AnnAssign)):
+        targets = node.targets if isinstance(node, cst.Assign) else [node]
+        return all(isinstance(t.target, cst.Name) and _DUNDER.match(t.target.value)
+                   for t in targets)
+    return False
+
+
+_DUNDER = re.compile(r"^__\w+__$")
+
+
+def _is_pass(statement: cst.BaseStatement) -> bool:
+    """`pass`: what a notebook cell's magic (`!nvidia-smi`) is read as."""
+    return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 \
+        and isinstance(statement.body[0], cst.Pass)
+
+
+def _is_import_block_statement(statement: cst.BaseStatement) -> bool:
+    """An import line (not `from __future__`), or `try:` importing (`try: import x` /
+    `except ImportError:`)."""
+    node = _import_of(statement)
+    if node is not None:
+        return not _is_future(node)
+    if isinstance(statement, cst.Try):
+        return all(isinstance(s, cst.BaseStatement) and _import_of(s) is not None
+                   for s in statement.body.body)
+    return False
+
+
+def bound_by(node: cst.Import | cst.ImportFrom) -> list[tuple[str, cst.ImportAlias]]:
+    """(local name, alias) for each name an import binds."""
+    if isinstance(node, cst.ImportFrom) and isinstance(node.names, cst.ImportStar):
+        return []
+    names = node.names if not isinstance(node.names, cst.ImportStar) else ()
+    bound = []
+    for alias in names:
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            bound.append((alias.asname.name.value, alias))
+        elif isinstance(node, cst.Import):
+            bound.append((dotted_name(alias.name).split(".", 1)[0], alias))
+        else:
+            bound.append((dotted_name(alias.name), alias))
+    return bound
+
+
+def _bindings(module: cst.Module) -> dict[str, str]:
+    """Local name -> what it is, for the module's top-level imports ("torch", "m.name")."""
+    bound: dict[str, str] = {}
+    for statement in module.body:
+        node = _import_of(statement)
+        if node is None:
+            continue
+        base = dotted_name(node.module) if isinstance(node, cst.ImportFrom) else ""
+        relative = isinstance(node, cst.ImportFrom) and bool(node.relative)
+        for local, alias in bound_by(node):
+            name = dotted_name(alias.name)
+            if relative:
+                bound[local] = ""
+            elif isinstance(node, cst.ImportFrom):
+                bound[local] = f"{base}.{name}"
+            else:
+                bound[local] = local if alias.asname is None else name
+    return bound
+
+
+# -- adding -----------------------------------------------------------------------------------
+def missing(module: cst.Module, needs: Needs, helper_module: str) -> Needs:
+    """The part of `needs` the module does not import yet."""
+    bound = _bindings(module)
+    helpers = frozenset(n for n in needs.helpers if bound.get(n) != f"{helper_module}.{n}")
+    modules = frozenset(m for m in needs.modules if bound.get(m) != m)
+    return Needs(helpers, modules)
+
+
+def add_edits(layout: Layout, needs: Needs, helper_module: str) -> list[LineEdit]:
+    """The line edits that import `needs` (already reduced to what is missing)."""
+    if not needs:
+        return []
+    edits: list[LineEdit] = []
+    helpers = set(needs.helpers)
+    existing = _existing_helper_import(layout, helper_module)
+    if existing is not None and helpers:
+        statement, node = existing
+        names = [dotted_name(a.name) for a in node.names  # type: ignore[union-attr]
+                 if a.asname is None]
+        merged = sorted({*names, *helpers})
+        if len(names) == len(node.names):  # type: ignore[arg-type]
+            text = _from_import(helper_module, merged, layout.newline)
+            edits.append(LineEdit(statement.first, statement.end, text))
+            helpers = set()
+    lines = [f"import {name}{layout.newline}" for name in sorted(needs.modules)]
+    if helpers:
+        lines.append(_from_import(helper_module, sorted(helpers), layout.newline))
+    if lines:
+        edits.append(_insertion(layout, "".join(lines)))
+    return edits
+
+
+def _existing_helper_import(layout: Layout, helper_module: str,
+                            ) -> tuple[_Statement, cst.ImportFrom] | None:
+    for statement in layout.statements:
+        node = _import_of(statement.node)
+        if isinstance(node, cst.ImportFrom) and not node.relative \
+                and not isinstance(node.names, cst.ImportStar) \
+                and dotted_name(node.module) == helper_module:
+            return statement, node
+    return None
+
+
+def _from_import(module: str, names: Sequence[str], newline: str) -> str:
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= LINE_LENGTH:
+        return line + newline
+    inner = "".join(f"    {name},{newline}" for name in names)
+    return f"from {module} import ({newline}{inner}){newline}"
+
+
+def _insertion(layout: Layout, text: str) -> LineEdit:
+    """`text` placed after the leading import block, or after the docstring, `__future__`
+    imports and dunders when the module imports nothing there."""
+    statements = layout.statements
+    after: int | None = None  # index of the statement the imports follow
+    for index, statement in enumerate(statements):
+        if _is_import_block_statement(statement.node):
+            after = index
+        elif not _is_header(statement.node, index) and not _is_pass(statement.node):
+            break
+    if after is None:
+        header = 0
+        while header < len(statements) and _is_header(statements[header].node, header):
+            header += 1
+        after = header - 1 if header else None
+    if after is None:
+        line = statements[0].first if statements else layout.line_count
+        following = statements[0] if statements else None
+    else:
+        line = statements[after].end
+        following = statements[after + 1] if after + 1 < len(statements) else None
+        if line >= layout.line_count and not layout.ends_with_newline:
+            text = layout.newline + text
+    if following is not None and not following.blank_before \
+            and not _is_import_block_statement(following.node):
+        text += layout.newline
+    return LineEdit(line, line, text)
+
+
+# -- removing ---------------------------------------------------------------------------------
+class _Uses(cst.CSTVisitor):
+    """Names read in a tree, with the nodes that read them; a string that could be an
+    annotation or an `__all__` entry (`"torch.Tensor"`, `"Optional[GradScaler]"`) counts as a
+    use of its identifiers, to be safe."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: dict[str, list[cst.CSTNode]] = {}
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.setdefault(node.value, []).append(node)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = node.evaluated_value
+        if isinstance(value, str) and _ANNOTATION.fullmatch(value):
+            for word in _WORD.findall(value):
+                self.names.setdefault(word, []).append(node)
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_ANNOTATION = re.compile(r"[\w.\[\], |]+")
+
+
+def uses(tree: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
+    finder = _Uses()
+    tree.visit(finder)
+    return finder.names
+
+
+def removal_edits(layout: Layout, unused: Iterable[str]) -> list[LineEdit]:
+    """Edits removing the top-level imports of the `unused` names (whole lines, or one name of
+    a `from` import). A name bound twice at the top level is left alone."""
+    unused = set(unused)
+    if not unused:
+        return []
+    counts: dict[str, int] = {}
+    for statement in layout.statements:
+        node = _import_of(statement.node)
+        for local, _alias in bound_by(node) if node is not None else ():
+            counts[local] = counts.get(local, 0) + 1
+    edits = []
+    for statement in layout.statements:
+        node = _import_of(statement.node)
+        if node is None or _is_future(node):
+            continue
+        bound = bound_by(node)
+        drop = [alias for local, alias in bound if local in unused and counts[local] == 1]
+        if not drop:
+            continue
+        kept = [alias for _local, alias in bound if alias not in drop]
+        if not kept:
+            edits.append(LineEdit(statement.first, statement.end, ""))
+            continue
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        rewritten = node.with_changes(names=kept)
+        if isinstance(node, cst.ImportFrom) and node.lpar is not None and len(kept) == 1:
+            rewritten = rewritten.with_changes(lpar=None, rpar=None)
+        line = statement.node.with_changes(body=[rewritten], leading_lines=())  # type: ignore[call-arg]
+        edits.append(LineEdit(statement.first, statement.end,
+                              layout.module.code_for_node(line)))
+    return edits
+
+
+def _is_future(node: cst.Import | cst.ImportFrom) -> bool:
+    return isinstance(node, cst.ImportFrom) and dotted_name(node.module) == "__future__"
+
+
+def imported_names(module: cst.Module) -> frozenset[str]:
+    return frozenset(_bindings(module))
+
+
+def unused_after(before: cst.Module, after: cst.Module, keep: Needs) -> set[str]:
+    """Top-level imported names that `before` used and `after` no longer uses."""
+    imported = imported_names(after) - keep.helpers - keep.modules
+    if not imported:
+        return set()
+    used_before, used_after = uses(before), uses(after)
+    return {name for name in imported if used_before.get(name) and not used_after.get(name)}
+
+
+# -- applying ---------------------------------------------------------------------------------
+def apply(code: str, edits: Sequence[LineEdit]) -> str:
+    """`code` with the (non-overlapping) line edits applied."""
+    lines = code.splitlines(keepends=True)
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        lines[edit.start : edit.end] = [edit.text]
+    return "".join(lines)

@@ -1,0 +1,164 @@
+"""The cheap first pass: `ast` (C speed) finds where each top-level statement starts, and which
+functions the LibCST traversal may skip.
+
+A top-level function or class, or a method of a top-level class, is skipped when its text names
+nothing the enabled rules look for: none of their keywords or words (cudalint.engine.prefilter)
+and no name bound by a relevant top-level statement (`from torch.cuda import amp` makes `amp`
+worth a look, `DEVICE = "cuda"` makes `DEVICE` one). Imports, assignments and every other
+top-level statement are always visited, so the rules still see the file's aliases and
+module-level values. LibCST stays the engine of record: it parses the whole file, and the rules
+visit LibCST nodes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cudalint.engine.prefilter import Prefilter
+
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_SKIPPABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class Outline:
+    # Per LibCST top-level statement: the line it starts on, its leading comments included.
+    starts: tuple[int, ...]
+    skip: frozenset[int]  # the ids of the LibCST functions and classes the traversal skips
+
+
+@dataclass
+class _Statement:
+    node: cst.CSTNode
+    first: ast.stmt
+    nodes: list[ast.stmt]
+    text: bytes
+    words: set[bytes]
+
+
+def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None) -> Outline | None:
+    """None when `ast` does not read the file as LibCST does: then everything is visited."""
+    tree = _parse(data)
+    if tree is None:
+        return None
+    lines = data.splitlines(keepends=True)
+    statements = _statements(tree.body, module.body, lines)
+    if statements is None:
+        return None
+    starts = tuple(_first_line(s.first) - _leading_lines(s.node) for s in statements)
+    if prefilter is None:
+        return Outline(starts, frozenset())
+    relevant, triggers = _relevant(statements, prefilter)
+    skip: set[int] = set()
+    for index, statement in enumerate(statements):
+        if index not in relevant:
+            if isinstance(statement.first, _SKIPPABLE):
+                skip.add(id(statement.node))
+        elif isinstance(statement.first, ast.ClassDef):
+            skip.update(_idle_methods(statement, lines, prefilter, triggers))
+    return Outline(starts, frozenset(skip))
+
+
+def _statements(
+    nodes: list[ast.stmt], body: Sequence[cst.CSTNode], lines: list[bytes]
+) -> list[_Statement] | None:
+    """The ast statements of each LibCST statement (`a = 1; b = 2` is one line, two nodes)."""
+    statements = []
+    position = 0
+    for statement in body:
+        size = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        group = nodes[position : position + size]
+        if len(group) != size:
+            return None
+        text = b"".join(lines[_first_line(group[0]) - 1 : _last_line(group)])
+        statements.append(_Statement(statement, group[0], group, text,
+                                     set(_IDENTIFIER.findall(text))))
+        position += size
+    return statements if position == len(nodes) else None
+
+
+def _idle_methods(
+    statement: _Statement, lines: list[bytes], prefilter: Prefilter, triggers: set[bytes]
+) -> set[int]:
+    """The methods of a class worth visiting that name nothing the rules look for."""
+    block = getattr(statement.node, "body", None)
+    if not isinstance(block, cst.IndentedBlock) or not isinstance(statement.first, ast.ClassDef):
+        return set()
+    members = _statements(statement.first.body, block.body, lines)
+    if members is None:
+        return set()
+    return {id(m.node) for m in members
+            if isinstance(m.first, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not prefilter.matches(m.text) and triggers.isdisjoint(m.words)}
+
+
+def _parse(data: bytes) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\d"` and the like: the rules' business
+            return ast.parse(data)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _first_line(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", None)
+    return decorators[0].lineno if decorators else node.lineno
+
+
+def _last_line(nodes: list[ast.stmt]) -> int:
+    end = nodes[-1].end_lineno
+    return end if end is not None else nodes[-1].lineno
+
+
+def _leading_lines(statement: cst.CSTNode) -> int:
+    """The comment and blank lines LibCST keeps in front of the statement's first token."""
+    count = len(getattr(statement, "leading_lines", ()))
+    decorators = getattr(statement, "decorators", ())
+    if decorators:
+        count += len(decorators[0].leading_lines)
+    return count
+
+
+def _relevant(
+    statements: list[_Statement], prefilter: Prefilter
+) -> tuple[set[int], set[bytes]]:
+    """The top-level statements naming something the rules look for, and the names they bind
+    (a statement using one of those names is relevant too)."""
+    everything = set(range(len(statements)))
+    relevant = {i for i, s in enumerate(statements) if prefilter.matches(s.text)}
+    triggers: set[bytes] = set()
+    while True:
+        for index in relevant:
+            triggers.update(_bound(statements[index].nodes))
+        more = {i for i in everything - relevant if not triggers.isdisjoint(statements[i].words)}
+        if not more:
+            return relevant, triggers
+        relevant |= more
+
+
+def _bound(nodes: list[ast.stmt]) -> set[bytes]:
+    """Names a top-level statement binds where their uses need not spell out what they hold:
+    aliases (`import a.b as c`, `from a import b`), assigned names, defined functions and
+    classes. `import a.b` is left out: its uses say `a.b` in full."""
+    names: set[str] = set()
+    for node in nodes:
+        if isinstance(node, _SKIPPABLE):
+            names.add(node.name)
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Import):
+                names.update(alias.asname for alias in inner.names if alias.asname)
+            elif isinstance(inner, ast.ImportFrom):
+                names.update(alias.asname or alias.name for alias in inner.names)
+            elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                names.add(inner.id)
+            elif isinstance(inner, _SKIPPABLE):
+                names.add(inner.name)
+    return {name.encode() for name in names}

@@ -1,0 +1,157 @@
+"""What `--fix` writes: imports placed with the import block, unused ones removed (only
+those), chains finished in one run, the project's own torch floor."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cudalint.cli import main
+from cudalint.config import Config
+from cudalint.engine import project
+from tests.lint import run_on
+
+
+def _fix(tmp_path: Path, source: str, codes: list[str] | None = None) -> str:
+    return run_on(tmp_path, source, codes=codes, fix=True)[1].decode()
+
+
+def test_import_goes_after_docstring_future_and_dunders(tmp_path):
+    source = ('"""A training script."""\n\nfrom __future__ import annotations\n\n'
+              '__author__ = "lab"\n__version__ = "1.0"\n\nmodel = Net().cuda()\n')
+    assert _fix(tmp_path, source, ["CUD102"]) == (
+        '"""A training script."""\n\nfrom __future__ import annotations\n\n'
+        '__author__ = "lab"\n__version__ = "1.0"\nfrom cudalint.device import pick_device\n\n'
+        "model = Net().to(pick_device())\n"
+    )
+
+
+def test_import_joins_the_import_block_not_the_code_below(tmp_path):
+    source = ("import os\n\nimport numpy as np\n\nSEED = 1\n\n\n"
+              "def run(x):\n    return x.cuda()\n")
+    fixed = _fix(tmp_path, source, ["CUD102"])
+    assert fixed.startswith("import os\n\nimport numpy as np\n"
+                            "from cudalint.device import pick_device\n\nSEED = 1\n")
+
+
+def test_an_import_whose_last_use_the_fix_removed_goes(tmp_path):
+    source = ("import torch\nfrom torch.cuda.amp import GradScaler, autocast\n\n"
+              "scaler = GradScaler()\n")
+    fixed = _fix(tmp_path, source, ["CUD106"])
+    # GradScaler's only use was rewritten; autocast was never used, and stays.
+    assert "from torch.cuda.amp import autocast\n" in fixed
+    assert "GradScaler, autocast" not in fixed
+    assert "scaler = torch.amp.GradScaler(pick_device().type)" in fixed
+
+
+def test_imports_used_elsewhere_or_unused_before_are_kept(tmp_path):
+    source = ("import os\nimport torch\n\nx = torch.ones(2).cuda()\n")
+    fixed = _fix(tmp_path, source, ["CUD102"])
+    assert fixed.startswith("import os\nimport torch\n")
+
+
+def test_the_last_use_of_torch_in_a_config_module_removes_the_import(tmp_path):
+    source = "import torch\n\nDEVICE = torch.device('cuda')\nEPOCHS = 3\n"
+    assert _fix(tmp_path, source, ["CUD101"]) == (
+        "from cudalint.device import pick_device\n\nDEVICE = pick_device()\nEPOCHS = 3\n"
+    )
+
+
+def test_a_long_chain_is_fixed_in_one_run(chdir_tmp, capsys):
+    chain = "x = t" + ".cuda().float()" * 14 + "\n"
+    Path("chain.py").write_text(chain)
+    assert main(["check", "--fix", "--select", "CUD102", "."]) == 0
+    text = Path("chain.py").read_text()
+    assert ".cuda(" not in text and text.count(".to(pick_device())") == 14
+
+
+@pytest.mark.parametrize(
+    ("files", "floor"),
+    [
+        ({"requirements.txt": "numpy\ntorch>=1.8,<2.2\n"}, (1, 8)),
+        ({"requirements-dev.txt": "torch==2.3.1+cu121\n"}, (2, 3)),
+        ({"pyproject.toml": '[project]\nname = "p"\ndependencies = ["torch~=2.1"]\n'}, (2, 1)),
+        ({"pyproject.toml": '[project.optional-dependencies]\ngpu = ["torch>=1.13"]\n'},
+         (1, 13)),
+        ({"pyproject.toml": '[tool.poetry.dependencies]\ntorch = "^1.12"\n'}, (1, 12)),
+        ({"setup.py": "from setuptools import setup\n"
+                      "setup(name='p', install_requires=['torch>=1.9', 'numpy'])\n"}, (1, 9)),
+        ({"setup.cfg": "[options]\ninstall_requires =\n    numpy\n    torch >= 1.10\n"}, (1, 10)),
+        ({"environment.yml": "dependencies:\n  - python=3.9\n  - pytorch=1.7\n"}, (1, 7)),
+        ({"environment.yml": "dependencies:\n  - pip:\n    - torch>=1.8\n"}, (1, 8)),
+        ({"environment.yml": "dependencies:\n  - pytorch::pytorch=2.1=*cuda*\n"}, (2, 1)),
+        # The lowest of all the declarations wins.
+        ({"requirements.txt": "torch>=2.2\n", "environment.yml": "dependencies: [pytorch=2.0]\n"},
+         (2, 0)),
+        ({"requirements.txt": "numpy\n"}, (2, 6)),  # says nothing: the documented default
+    ],
+)
+def test_target_torch_is_the_project_floor(tmp_path, files, floor):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert project.settings_for(Config(root=tmp_path)).target_torch == floor
+
+
+def test_the_setting_wins_over_the_project_files(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=1.8\n")
+    settings = project.settings_for(Config(root=tmp_path, target_torch="2.8"))
+    assert settings.target_torch == (2, 8)
+
+
+def test_an_old_floor_gets_no_fix_that_needs_a_newer_torch(chdir_tmp, capsys):
+    Path("requirements.txt").write_text("torch>=1.8\n")
+    Path("train.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
+    main(["check", "--fix", "--select", "CUD106", "."])
+    assert "torch.cuda.amp.GradScaler()" in Path("train.py").read_text()
+
+
+def test_fixes_do_not_depend_on_torch_being_installed(chdir_tmp):
+    """The same fixes in a process where `import torch` fails."""
+    Path("train.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n"
+                                "x = torch.ones(1).cuda()\n")
+    src = Path(__file__).resolve().parents[2] / "src"
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "from cudalint.cli import main\n"
+            "main(['check', '--diff', '--output-format', 'json', '.'])\n")
+    runs = []
+    for block in (True, False):
+        script = code if block else code.split("\n", 1)[1]
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
+                                timeout=120)
+        runs.append(json.loads(result.stdout or "[]") if result.stdout.startswith("[") else
+                    result.stdout)
+    assert runs[0] == runs[1]
+
+
+def test_project_class_with_its_own_cuda_method_makes_the_fix_unsafe(chdir_tmp):
+    Path("pool.py").write_text("class Pool:\n    def cuda(self):\n        return 'pooled'\n")
+    Path("train.py").write_text("def run(pool):\n    return pool.cuda()\n")
+    main(["check", "--fix", "--select", "CUD102", "."])
+    assert "pool.cuda()" in Path("train.py").read_text()
+    main(["check", "--fix", "--unsafe-fixes", "--select", "CUD102", "."])
+    assert "pool.to(pick_device())" in Path("train.py").read_text()
+
+
+def _json_time(folder: Path, count: int) -> float:
+    lines = ["import torch", ""] + [f"def f{i}(x):\n    y = x + {i}\n    return y\n"
+                                    for i in range(300)]
+    lines += [f"t{i} = torch.ones(2).cuda()" for i in range(count)]
+    (folder / "big.py").write_text("\n".join(lines) + "\n")
+    start = time.perf_counter()
+    main(["check", "--output-format", "json", "--select", "CUD102", str(folder / "big.py")])
+    return time.perf_counter() - start
+
+
+def test_json_edits_cost_about_the_same_for_forty_findings_as_for_one(tmp_path, capsys):
+    one = min(_json_time(tmp_path, 1) for _ in range(2))
+    capsys.readouterr()
+    forty = min(_json_time(tmp_path, 40) for _ in range(2))
+    found, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
+    assert len(found) == 40 and all(f["fix"]["edits"] for f in found)
+    assert forty <= 1.5 * one + 0.15, (one, forty)

@@ -1,0 +1,126 @@
+"""The first pass: where each top-level statement starts, and which functions the LibCST
+traversal may skip because they name nothing the enabled rules look for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from cudalint.engine.outline import outline
+from cudalint.engine.positions import StatementPositions, whole_module_positions
+from cudalint.engine.prefilter import Prefilter
+from tests.lint import codes_at, findings
+
+_LAYOUTS = {
+    "comments and blank lines": (
+        "#!/usr/bin/env python\n# header\n\nimport torch\n\n\n# about f\ndef f(x):\n"
+        "    return x.cuda()  # move\n\n# trailing\n"
+    ),
+    "decorators with comments between": (
+        "import functools\n\n# before\n@functools.cache\n# between\n@staticmethod\n"
+        "def g(\n    a,\n    b,\n):\n    return a.to('cuda')\n"
+    ),
+    "semicolons and continuations": (
+        "a = 1; b = torch.zeros(\n    3, device='cuda'); c = 2\nx = 1 + \\\n    2\n"
+        "if x:\n    y = 'cuda'\nelse: y = 'cpu'\n"
+    ),
+    "classes and nested functions": (
+        "class Net(torch.nn.Module):\n    '''A net.'''\n\n    size = 3\n\n"
+        "    def forward(self, x):\n        def inner(y):\n            return y.cuda()\n"
+        "        return inner(x)\n\n    async def run(self):\n        pass\n"
+    ),
+    "windows newlines": "import torch\r\n\r\ndef f(x):\r\n    return x.cuda()\r\n",
+    "no trailing newline": "import torch\nmodel = torch.nn.Linear(2, 2).cuda()",
+}
+
+
+@pytest.mark.parametrize("source", _LAYOUTS.values(), ids=_LAYOUTS.keys())
+def test_statement_positions_are_libcst_positions(source: str) -> None:
+    module = cst.parse_module(source)
+    first_pass = outline(source.encode(), module, None)
+    assert first_pass is not None
+    expected = whole_module_positions(module)
+    positions = StatementPositions(module, first_pass.starts, hints=[])
+    syntax = [node for node in expected if not isinstance(
+        node, (cst.Module, cst.EmptyLine, cst.Comment, cst.Newline, cst.TrailingWhitespace,
+               cst.SimpleWhitespace, cst.ParenthesizedWhitespace))]
+    assert syntax
+    assert all(positions[node] == expected[node] for node in syntax)
+
+
+def test_a_node_outside_every_statement_is_placed_from_the_whole_module() -> None:
+    module = cst.parse_module("# only a comment\n")
+    positions = StatementPositions(module, [], hints=[])
+    assert positions[module].start.line == 1
+
+
+_SOURCE = """\
+import torch
+from torch.cuda import amp as mixed
+DEVICE = "cuda"
+
+
+def plain(x):
+    return x + 1
+
+
+def uses_alias():
+    return mixed.GradScaler()
+
+
+def uses_constant(model):
+    return model.to(DEVICE)
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+    def place(self):
+        return self.cuda()
+"""
+
+
+def _skipped(source: str) -> set[str]:
+    module = cst.parse_module(source)
+    first_pass = outline(source.encode(), module, Prefilter((b"cuda",)))
+    assert first_pass is not None
+    named = [node for node in _definitions(module)]
+    return {node.name.value for node in named if id(node) in first_pass.skip}
+
+
+def _definitions(module: cst.Module) -> list[cst.FunctionDef | cst.ClassDef]:
+    found: list[cst.FunctionDef | cst.ClassDef] = []
+    for statement in module.body:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            found.append(statement)
+        if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
+            found.extend(s for s in statement.body.body if isinstance(s, cst.FunctionDef))
+    return found
+
+
+def test_only_functions_naming_nothing_relevant_are_skipped() -> None:
+    """`uses_alias` and `uses_constant` name no keyword, but names bound from CUDA."""
+    assert _skipped(_SOURCE) == {"plain", "forward"}
+
+
+def test_nothing_is_skipped_without_a_prefilter() -> None:
+    module = cst.parse_module(_SOURCE)
+    first_pass = outline(_SOURCE.encode(), module, None)
+    assert first_pass is not None and not first_pass.skip
+
+
+def test_a_file_ast_cannot_read_has_no_outline() -> None:
+    source = "x = {**a for a in b}\n"  # LibCST parses it; Python's parser refuses it
+    assert outline(source.encode(), cst.parse_module(source), None) is None
+
+
+def test_a_function_naming_only_an_alias_is_checked(tmp_path: Path) -> None:
+    """`step` names no keyword: the alias bound by a relevant import makes it visited."""
+    source = (
+        "import torch\nfrom torch.cuda import synchronize as sync\n\n\n"
+        "def plain(x):\n    return x + 1\n\n\ndef step():\n    sync()\n"
+    )
+    assert codes_at(findings(tmp_path, source, codes=["CUD105"])) == [("CUD105", 10, 5)]
