@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pathspec
 
-from cudalint.config import Config
+from cudalint.config import Config, project_root
 from cudalint.engine.reader import read_text
 from cudalint.kinds import FileKind, classify
 
@@ -35,7 +35,7 @@ def discover(
     added to `errors` with the reason."""
     errors = [] if errors is None else errors
     excluded_kinds = {kind.lower() for kind in config.exclude_kinds}
-    exclude = pathspec.GitIgnoreSpec.from_lines([*config.exclude, *config.extend_exclude])
+    exclude = _exclude_spec(config)
     found: dict[Path, FileKind] = {}
     for path in paths:
         if not path.exists():
@@ -50,7 +50,7 @@ def discover(
         kind = None if named is None else classify(named) or _explicit_kind(named)
         if named is None or kind is None or kind.value in excluded_kinds:
             continue
-        if not (force_exclude and _skipped(named.resolve(), False, config, exclude, [])):
+        if not (force_exclude and _force_excluded(named, config, exclude)):
             found[named] = kind
     return sorted(found.items())
 
@@ -66,6 +66,25 @@ def _named_file(path: Path, root: Path, errors: list[tuple[Path, str]]) -> Path 
         errors.append((path, "a symbolic link to a file outside the project; skipped"))
         return None
     return target
+
+
+def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
+    """Whether --force-exclude skips `path`, which need not exist (standard input's name)."""
+    if kind.value in {k.lower() for k in config.exclude_kinds}:
+        return True
+    return _force_excluded(path, config, _exclude_spec(config))
+
+
+def _force_excluded(path: Path, config: Config, exclude: pathspec.PathSpec) -> bool:
+    """A file named explicitly, matched from the project root (without a configuration, the
+    nearest pyproject.toml or git root): `dist/gen.py` is excluded by `dist` from anywhere."""
+    full = path.resolve()
+    from_root = _relative(full, project_root(config))
+    return exclude.match_file(from_root) or _skipped(full, False, config, exclude, [])
+
+
+def _exclude_spec(config: Config) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines([*config.exclude, *config.extend_exclude])
 
 
 def _explicit_kind(path: Path) -> FileKind | None:

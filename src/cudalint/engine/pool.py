@@ -25,19 +25,26 @@ _interrupted = threading.Event()  # in a worker: Ctrl-C was pressed, take no new
 
 
 def run_all(
-    function: Callable[[Item], Result], items: Sequence[Item], jobs: int
+    function: Callable[[Item], Result],
+    items: Sequence[Item],
+    jobs: int,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[list[Result], bool]:
     """The results in the order of `items`, and whether Ctrl-C cut the run short (then the
-    results are those of the items finished)."""
+    results are those of the items finished). `progress` is told how many are done."""
     if jobs < 2:
-        return _run_here(function, items)
+        return _run_here(function, items, progress)
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker,
                                initargs=(os.getpid(),))
     futures: list[Future[list[Result]]] = []
     try:
         for start in range(0, len(items), CHUNK):
             futures.append(pool.submit(_run_chunk, function, items[start : start + CHUNK]))
-        results = [result for future in futures for result in future.result()]
+        results: list[Result] = []
+        for future in futures:
+            results += future.result()
+            if progress is not None:
+                progress(len(results))
     except KeyboardInterrupt:
         pool.shutdown(wait=True, cancel_futures=True)
         return _finished(futures), True
@@ -46,12 +53,16 @@ def run_all(
 
 
 def _run_here(
-    function: Callable[[Item], Result], items: Sequence[Item]
+    function: Callable[[Item], Result],
+    items: Sequence[Item],
+    progress: Callable[[int], None] | None,
 ) -> tuple[list[Result], bool]:
     results: list[Result] = []
     try:
         for item in items:
             results.append(function(item))
+            if progress is not None:
+                progress(len(results))
     except KeyboardInterrupt:
         return results, True
     return results, False

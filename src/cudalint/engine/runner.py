@@ -15,6 +15,7 @@ from cudalint.config import DEFAULT_MAX_FILE_SIZE, Config
 from cudalint.discovery import discover
 from cudalint.engine import noqa, pool, project
 from cudalint.engine.autofix import FixError, fix_python
+from cudalint.engine.cache import Cache
 from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import error_finding, lint_python
@@ -37,9 +38,12 @@ class RunOptions:
     want_edits: bool = False  # compute each fix's text edits (json, sarif, the LSP)
     force_exclude: bool = False  # apply excludes to files named explicitly too
     jobs: int | None = None  # processes; None: one per CPU
+    in_memory: bool = False  # keep a fixed file in its report instead of writing it (stdin)
     select: list[str] | None = None  # override the configuration's
     ignore: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
+    cache: bool = False  # read and write the project's lint cache (the CLI does by default)
+    lint_cache: Cache | None = None  # that cache, opened by `run`
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # the configuration's, set by `run`
 
 
@@ -51,6 +55,8 @@ class FileReport:
     fixed: int = 0  # fixes applied (or, with --diff, that would be)
     diff: str = ""
     written: bool = False  # the fixed text was written to the file
+    found: list[Finding] | None = None  # with --fix or --diff: the findings before fixing
+    fixed_data: bytes | None = None  # with RunOptions.in_memory: the fixed file, not written
     helper: Path | None = None  # the standalone helper the fixed file imports
     helper_written: bool = False  # this run wrote that helper
 
@@ -94,7 +100,12 @@ def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...
     return registry.select([*select, *config.extend_select, *options.extend_select], ignore)
 
 
-def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
+Progress = Callable[[int, int], None]  # called with (files done, files in all) after each
+
+
+def run(
+    paths: Sequence[Path], config: Config, options: RunOptions, progress: Progress | None = None
+) -> list[FileReport]:
     """Every file's report, in path order. Ctrl-C raises `Interrupted` with the reports of the
     files finished so far (the files written among them)."""
     enabled = selected_rules(config, options)
@@ -105,15 +116,17 @@ def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[File
     tree = project.scan_tree(found, config.max_file_size)
     if tree.own_cuda_method:
         settings = replace(settings, own_cuda_method=True)
+    if options.cache and not (options.fix or options.diff):
+        options = replace(options, lint_cache=Cache.open(config.root, options.want_edits))
     tasks = [
         (path, kind, rules_for(path, enabled, config),
          project.file_settings(settings, config, path, kind), options)
         for path, kind in found if path not in tree.helper_copies
     ]
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
-    jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
+    counted = None if progress is None else (lambda done: progress(done, len(tasks)))
     try:
-        reports += check_all(tasks, jobs)
+        reports += check_all(tasks, pool_size(options.jobs, len(tasks)), counted)
     except Interrupted as stop:
         stop.reports[:0] = reports
         if options.fix and not options.diff:  # the files written import it
@@ -141,6 +154,21 @@ def write_helpers(reports: Sequence[FileReport]) -> None:
 # Below this many files a second process costs more than it saves.
 _FILES_PER_PROCESS = 16
 
+
+def pool_size(requested: int | None, files: int) -> int:
+    """Processes for a run: `--jobs`, else one per core this process may use; one under
+    pre-commit, which already runs a hook per core, each on its own share of the files."""
+    if requested is None and os.environ.get("PRE_COMMIT"):
+        return 1
+    return max(1, min(requested or _usable_cores(), files // _FILES_PER_PROCESS))
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):  # a container or `taskset` may allow fewer than all
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 if TYPE_CHECKING:
     Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions]
 
@@ -154,9 +182,10 @@ class Interrupted(Exception):
         self.reports = reports
 
 
-def check_all(tasks: Sequence[Task], jobs: int) -> list[FileReport]:
+def check_all(tasks: Sequence[Task], jobs: int,
+              progress: Callable[[int], None] | None = None) -> list[FileReport]:
     """Each file checked on its own (in `jobs` processes), so they share nothing but results."""
-    reports, interrupted = pool.run_all(_check_task, tasks, jobs)
+    reports, interrupted = pool.run_all(_check_task, tasks, jobs, progress)
     if interrupted:
         raise Interrupted(reports)
     return reports
@@ -175,11 +204,11 @@ def check_file(
     data: bytes | None = None,
 ) -> FileReport:
     """Check one file (from `data` when given: an editor's unsaved buffer)."""
+    if data is None and options.lint_cache is not None:
+        return _check_cached(options.lint_cache, path, kind, rules, settings, options)
     if data is None:
-        limit = options.max_file_size
         try:
-            data = read_regular(path, max(limit, MAX_BINARY_SIZE)
-                                if kind is FileKind.SHARED_LIBRARY else limit)
+            data = _read(path, kind, options)
         except ReadError as error:
             return FileReport(path, [error_finding(path, str(error))])
     from cudalint.rules.base import FileRule, PythonRule
@@ -198,6 +227,12 @@ def check_file(
     return isolated(checker_for(kind), job)
 
 
+def _read(path: Path, kind: FileKind, options: RunOptions) -> bytes:
+    limit = options.max_file_size
+    return read_regular(path, max(limit, MAX_BINARY_SIZE)
+                        if kind is FileKind.SHARED_LIBRARY else limit)
+
+
 def isolated(checker: Checker, job: Job) -> FileReport:
     """The checker's report, or the error line of a file it failed on: one file never ends
     the run, and no raw exception text reaches the user."""
@@ -212,6 +247,29 @@ def isolated(checker: Checker, job: Job) -> FileReport:
     return FileReport(job.path, [error_finding(job.path, reason)])
 
 
+def _check_cached(
+    cache: Cache,
+    path: Path,
+    kind: FileKind,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    options: RunOptions,
+) -> FileReport:
+    """A report replayed from the cache, or checked and stored there."""
+    uncached = replace(options, lint_cache=None)
+    try:
+        data = _read(path, kind, options)
+    except ReadError:
+        return check_file(path, kind, rules, settings, uncached)  # reports why
+    key = cache.key(path, kind, rules, settings, data)
+    hit = cache.load(key, path)
+    if hit is not None:
+        return FileReport(path, *hit)
+    report = check_file(path, kind, rules, settings, uncached, data)
+    cache.store(key, path, report.findings, report.text)
+    return report
+
+
 def check_python(job: Job) -> FileReport:
     options = job.options
     if not (options.fix or options.diff):
@@ -223,13 +281,18 @@ def check_python(job: Job) -> FileReport:
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
     except FixError as error:
         return _left_as_it_was(job, str(error))
-    return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings)
+    return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings, outcome.found)
 
 
-def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) -> FileReport:
-    """Write (or diff) a fixed file; the report keeps the findings left after fixing."""
+def finish_fix(
+    job: Job, fixed: bytes, applied: int, findings: list[Finding], found: list[Finding]
+) -> FileReport:
+    """Write (or diff) a fixed file; the report keeps the findings left after fixing, and
+    those `found` before."""
     text = fixed.decode("utf-8", errors="replace")
-    report = FileReport(job.path, findings, text, applied)
+    report = FileReport(job.path, findings, text, applied, found=found)
+    if job.options.in_memory:
+        report.fixed_data = fixed
     if fixed == job.data:
         return report
     if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
@@ -237,6 +300,8 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
+        return report
+    if job.options.in_memory:
         return report
     try:
         write_fixed(job.path, fixed, job.data)
@@ -323,3 +388,4 @@ def _matches(path: Path, pattern: str, root: Path) -> bool:
     except ValueError:
         relative = path.as_posix()
     return fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern)
+
