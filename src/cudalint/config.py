@@ -22,7 +22,8 @@ DEFAULT_TARGET_TORCH = "2.6"
 # Larger files are skipped with an error line: LibCST takes about 0.7 GB per MB of source.
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
 DEFAULT_EXCLUDE = (
-    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+    ".bzr", ".cudalint_cache", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints",
+    ".mypy_cache", ".nox",
     ".pants.d", ".pytype",
     ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "dist",
     "node_modules", "site-packages", "venv", "__pycache__",

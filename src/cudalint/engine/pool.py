@@ -6,15 +6,16 @@ killed with SIGKILL (they would otherwise wait for work forever)."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -34,6 +35,8 @@ def run_all(
     results are those of the items finished). `progress` is told how many are done."""
     if jobs < 2:
         return _run_here(function, items, progress)
+    from concurrent.futures import ProcessPoolExecutor  # imported only when needed
+
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker,
                                initargs=(os.getpid(),))
     futures: list[Future[list[Result]]] = []
@@ -100,6 +103,8 @@ def _die_with_parent() -> bool:
     """Ask Linux to kill this process when its parent dies; False where it cannot."""
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes
+
     with contextlib.suppress(OSError, AttributeError):
         return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) == 0
     return False

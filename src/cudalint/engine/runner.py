@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from cudalint.config import DEFAULT_MAX_FILE_SIZE, Config
 from cudalint.discovery import discover
-from cudalint.engine import noqa, pool, project
+from cudalint.engine import noqa, project
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.cache import Cache
 from cudalint.engine.context import Settings
@@ -185,6 +185,8 @@ class Interrupted(Exception):
 def check_all(tasks: Sequence[Task], jobs: int,
               progress: Callable[[int], None] | None = None) -> list[FileReport]:
     """Each file checked on its own (in `jobs` processes), so they share nothing but results."""
+    from cudalint.engine import pool  # multiprocessing: only when a run checks files
+
     reports, interrupted = pool.run_all(_check_task, tasks, jobs, progress)
     if interrupted:
         raise Interrupted(reports)

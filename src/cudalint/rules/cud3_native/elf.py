@@ -9,9 +9,6 @@ import io
 import struct
 from collections.abc import Iterator
 
-from elftools.elf.dynamic import DynamicSegment
-from elftools.elf.elffile import ELFFile
-
 from cudalint.engine.python import error_finding, one_line
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
@@ -26,6 +23,10 @@ _PN_XNUM = 0xFFFF  # the real program-header count is in section header 0
 
 def needed_libraries(data: bytes) -> list[str]:
     """DT_NEEDED entries of an ELF file (raises on a damaged one)."""
+    # pyelftools is imported when a binary is read, not on every run's start-up
+    from elftools.elf.dynamic import DynamicSegment
+    from elftools.elf.elffile import ELFFile
+
     elf = ELFFile(io.BytesIO(data))
     if elf["e_phnum"] == _PN_XNUM and not elf["e_shoff"]:
         raise ValueError("damaged: 0xFFFF program headers, with no section header to count them")
