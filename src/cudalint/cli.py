@@ -76,7 +76,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--show-settings", action="store_true",
                         help="print the settings used for the first path, and exit")
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                        help="processes to check files with (default: one per CPU)")
+                        help="processes to check files with (default: one per core; one under "
+                             "pre-commit, which runs a hook per core)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only")
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write .cudalint_cache (also: CUDALINT_NO_CACHE=1)")
