@@ -214,6 +214,10 @@ class CudaOrCpuChoice(PythonRule):
         ),
     )
 
+    def __init__(self, ctx: PythonContext) -> None:
+        super().__init__(ctx)
+        self._scopes: dict[int, tuple[bool, frozenset[str]]] = {}
+
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node)
 
@@ -231,15 +235,27 @@ class CudaOrCpuChoice(PythonRule):
         `"mps"` value elsewhere."""
         scope = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)),
                      self.ctx.module)
+        probes, mps_targets = self._mps_facts(scope)
+        if probes:
+            return True
         target = choice.target.target if choice.target else _assigned_name(self.ctx)
-        code = self.ctx.module.code_for_node
-        for node in find_all(scope, (cst.Call, cst.Assign)):
-            if isinstance(node, cst.Call) and self.ctx.call_name(node) in _MPS_PROBES:
-                return True
-            if isinstance(node, cst.Assign) and target is not None and _is_mps(node.value) \
-                    and any(code(t.target) == code(target) for t in node.targets):
-                return True
-        return False
+        return target is not None and self.ctx.module.code_for_node(target) in mps_targets
+
+    def _mps_facts(self, scope: cst.CSTNode) -> tuple[bool, frozenset[str]]:
+        """Whether `scope` probes for MPS, and the targets it assigns an `"mps"` value to:
+        read once per scope, however many choices it holds."""
+        cache = self._scopes
+        if id(scope) not in cache:
+            code = self.ctx.module.code_for_node
+            probes, targets = False, set[str]()
+            for node in find_all(scope, (cst.Call, cst.Assign)):
+                if isinstance(node, cst.Call) and self.ctx.call_name(node) in _MPS_PROBES:
+                    probes = True
+                    break
+                if isinstance(node, cst.Assign) and _is_mps(node.value):
+                    targets.update(code(t.target) for t in node.targets)
+            cache[id(scope)] = (probes, frozenset(targets))
+        return cache[id(scope)]
 
     def _fix(self, choice: Choice) -> NodeFix | None:
         if not choice.exact_probe or not self.ctx.helper_available("pick_device"):
