@@ -55,6 +55,8 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("-j", "--jobs", type=int, default=None,
                         help="processes to check files with (default: one per CPU)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="neither read nor write .cudalint_cache (also: CUDALINT_NO_CACHE=1)")
     return parser
 
 

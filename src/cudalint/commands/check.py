@@ -7,13 +7,12 @@ import os
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from cudalint import rules
 from cudalint.config import ConfigError, load_config
 from cudalint.discovery import MissingPathError
 from cudalint.engine.runner import FileReport, RunOptions, run, validate_selectors
-from cudalint.output import github, json_format, sarif, text
+from cudalint.output import github, json_format, sarif
+from cudalint.output.progress import DelayedProgress, wants_progress
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 _MACHINE = {"json": json_format.render, "github": github.render, "sarif": sarif.render}
@@ -34,13 +33,19 @@ def run_check(args: argparse.Namespace) -> int:
         select=args.select,
         ignore=args.ignore,
         extend_select=args.extend_select,
+        cache=not args.no_cache,
     )
+    progress = (DelayedProgress(sys.stderr)
+                if wants_progress(args.output_format, args.quiet, sys.stdout, sys.stderr) else None)
     try:
         config = load_config(_common_folder(paths), args.config)
         validate_selectors(config)
-        reports = run(paths, config, options)
+        reports = run(paths, config, options, progress)
     except (ConfigError, MissingPathError) as error:
         return _fail(str(error))
+    finally:
+        if progress is not None:
+            progress.close()
     _print(reports, args, options)
     if args.diff:  # as ruff: 1 when there is something to fix
         return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
@@ -52,6 +57,10 @@ def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOpti
     if args.output_format in _MACHINE:
         sys.stdout.write(_MACHINE[args.output_format](reports))
         return
+    from rich.console import Console  # only for the human formats: 0.1 s of start-up
+
+    from cudalint.output import text
+
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     if args.statistics:
         text.render_statistics(reports, console)

@@ -6,7 +6,7 @@ import difflib
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,6 +16,7 @@ from cudalint.config import Config, ConfigError
 from cudalint.discovery import discover
 from cudalint.engine import noqa, project
 from cudalint.engine.autofix import FixError, fix_python
+from cudalint.engine.cache import Cache
 from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import error_finding, lint_python
@@ -40,6 +41,8 @@ class RunOptions:
     select: list[str] | None = None  # override the configuration's
     ignore: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
+    cache: bool = False  # read and write the project's lint cache (the CLI does by default)
+    lint_cache: Cache | None = None  # that cache, opened by `run`
 
 
 @dataclass
@@ -99,29 +102,44 @@ def validate_selectors(config: Config) -> None:
             raise ConfigError(f"{config.source}: unknown rule selector {selector!r}")
 
 
-def run(paths: Sequence[Path], config: Config, options: RunOptions) -> list[FileReport]:
+Progress = Callable[[int, int], None]  # called with (files done, files in all) after each
+
+
+def run(
+    paths: Sequence[Path], config: Config, options: RunOptions, progress: Progress | None = None
+) -> list[FileReport]:
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
     found = discover(paths, config, force_exclude=options.force_exclude)
     tree = project.scan_tree(found)
     if tree.own_cuda_method:
         settings = replace(settings, own_cuda_method=True)
+    if options.cache and not (options.fix or options.diff):
+        options = replace(options, lint_cache=Cache.open(config.root, options.want_edits))
     tasks = [
         (path, kind, rules_for(path, enabled, config),
          project.file_settings(settings, config, path, kind), options)
         for path, kind in found if path not in tree.helper_copies
     ]
-    jobs = min(options.jobs or os.cpu_count() or 1, len(tasks) // _FILES_PER_PROCESS)
-    if jobs < 2:
-        reports = [check_file(*task) for task in tasks]
-    else:
-        # Each file is checked (and fixed) on its own, so processes share nothing but the
-        # results.
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            reports = list(pool.map(_check_task, tasks, chunksize=8))
+    reports = []
+    for report in _check_all(tasks, pool_size(options.jobs, len(tasks))):
+        reports.append(report)
+        if progress is not None:
+            progress(len(reports), len(tasks))
     if options.fix and not options.diff:
         write_helpers(reports)
     return reports
+
+
+def _check_all(
+    tasks: list[tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions]], jobs: int
+) -> Iterator[FileReport]:
+    if jobs < 2:
+        yield from (check_file(*task) for task in tasks)
+        return
+    # Each file is checked (and fixed) on its own, so processes share nothing but the results.
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(_check_task, tasks, chunksize=8)
 
 
 def write_helpers(reports: Sequence[FileReport]) -> None:
@@ -142,6 +160,20 @@ def write_helpers(reports: Sequence[FileReport]) -> None:
 _FILES_PER_PROCESS = 16
 
 
+def pool_size(requested: int | None, files: int) -> int:
+    """Processes for a run: `--jobs`, else one per core this process may use; one under
+    pre-commit, which already runs a hook per core, each on its own share of the files."""
+    if requested is None and os.environ.get("PRE_COMMIT"):
+        return 1
+    return max(1, min(requested or _usable_cores(), files // _FILES_PER_PROCESS))
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):  # a container or `taskset` may allow fewer than all
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _check_task(
     task: tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions],
 ) -> FileReport:
@@ -157,6 +189,8 @@ def check_file(
     data: bytes | None = None,
 ) -> FileReport:
     """Check one file (from `data` when given: an editor's unsaved buffer)."""
+    if data is None and options.lint_cache is not None:
+        return _check_cached(options.lint_cache, path, kind, rules, settings, options)
     if data is None:
         try:
             data = path.read_bytes()
@@ -178,6 +212,29 @@ def check_file(
     if kind is FileKind.PYTHON:
         return check_python(job)
     return checker_for(kind)(job)
+
+
+def _check_cached(
+    cache: Cache,
+    path: Path,
+    kind: FileKind,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    options: RunOptions,
+) -> FileReport:
+    """A report replayed from the cache, or checked and stored there."""
+    uncached = replace(options, lint_cache=None)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return check_file(path, kind, rules, settings, uncached)  # reports why
+    key = cache.key(path, kind, rules, settings, data)
+    hit = cache.load(key, path)
+    if hit is not None:
+        return FileReport(path, *hit)
+    report = check_file(path, kind, rules, settings, uncached, data)
+    cache.store(key, path, report.findings, report.text)
+    return report
 
 
 def check_python(job: Job) -> FileReport:
