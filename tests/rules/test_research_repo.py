@@ -161,3 +161,115 @@ def test_fix_touches_only_the_notebook_cell(capsys, tmp_path):
     assert cell["source"][0] == "q = torch.randn(1, 8, 1024, 64).to(pick_device())\n"
     assert cell["outputs"] == json.loads((FIXTURE / "notebooks" / "explore.ipynb").read_text(
     ))["cells"][2]["outputs"]
+
+
+# fixtures/research_repo2: a diffusion trainer written as research code often is, one file per
+# class of issue 10 (guards, feature gates, device selection, native builds, scripts and CI).
+FIXTURE_2 = FIXTURE.parent / "research_repo2"
+EXPECTED_2 = {
+    # difftrain/guards.py: `use_cuda = ... and not args.no_cuda` then `if use_cuda:` guards;
+    # `if not HAS_GPU:` holds a print; the early return guards the synchronize below it;
+    # "gloo" if not available else "nccl" is guarded; args.use_cuda, cfg.cuda and opt.gpu
+    # are user switches (unguarded); `impl == "cuda" and x.device.type == "cuda"` guards
+    ("difftrain/guards.py", None, 13, 9, "CUD107"),
+    ("difftrain/guards.py", None, 14, 23, "CUD102"),
+    ("difftrain/guards.py", None, 23, 5, "CUD105"),
+    ("difftrain/guards.py", None, 28, 60, "CUD701"),
+    ("difftrain/guards.py", None, 35, 23, "CUD102"),
+    ("difftrain/guards.py", None, 37, 22, "CUD102"),
+    ("difftrain/guards.py", None, 39, 9, "CUD105"),
+    ("difftrain/guards.py", None, 45, 9, "CUD105"),
+    # difftrain/amp_gates.py: the scaler's `enabled=` and the kept `scaler_enabled`; pinning,
+    # the kernel choice `impl == "cuda"`, the `if ... and ...` and the `while` test are silent
+    ("difftrain/amp_gates.py", None, 12, 53, "CUD108"),
+    ("difftrain/amp_gates.py", None, 17, 31, "CUD108"),
+    # difftrain/devices.py: f-strings with and without placeholders, % and .format; the
+    # MPS-aware pick_device is silent, legacy_device is not; the else that exits after a
+    # "does not support training without GPU" message, and os._exit after one
+    ("difftrain/devices.py", None, 9, 43, "CUD101"),
+    ("difftrain/devices.py", None, 10, 34, "CUD101"),
+    ("difftrain/devices.py", None, 11, 34, "CUD101"),
+    ("difftrain/devices.py", None, 12, 27, "CUD101"),
+    ("difftrain/devices.py", None, 12, 55, "CUD101"),
+    ("difftrain/devices.py", None, 24, 25, "CUD103"),
+    ("difftrain/devices.py", None, 28, 5, "CUD112"),
+    ("difftrain/devices.py", None, 29, 30, "CUD105"),
+    ("difftrain/devices.py", None, 36, 5, "CUD112"),
+    # difftrain/compat.py: the torch.cuda.amp fallback import, not the decorators using it
+    ("difftrain/compat.py", None, 10, 32, "CUD106"),
+    ("difftrain/compat.py", None, 10, 44, "CUD106"),
+    # difftrain/parallel.py: device_ids set through kwargs["device_ids"] and a dict literal
+    ("difftrain/parallel.py", None, 7, 5, "CUD702"),
+    ("difftrain/parallel.py", None, 12, 19, "CUD702"),
+    # difftrain/ops/build.py: .cu sources built by a comprehension, extra_cuda_cflags, the
+    # nvcc entry set before the CppExtension, nvcc through built paths; CUDA_HOME after the
+    # `if CUDA_HOME is None: warn; return` is guarded
+    ("difftrain/ops/build.py", None, 13, 12, "CUD301"),
+    ("difftrain/ops/build.py", None, 17, 12, "CUD301"),
+    ("difftrain/ops/build.py", None, 23, 24, "CUD301"),
+    ("difftrain/ops/build.py", None, 29, 36, "CUD501"),
+    ("difftrain/ops/build.py", None, 30, 21, "CUD501"),
+    ("difftrain/ops/build.py", None, 30, 34, "CUD301"),
+    ("difftrain/ops/build.py", None, 38, 28, "CUD301"),
+    # scripts/install_cuda.sh: CUDA_FLAG is the script's own; installs with options anywhere
+    ("scripts/install_cuda.sh", None, 6, 8, "CUD502"),
+    ("scripts/install_cuda.sh", None, 9, 23, "CUD504"),
+    ("scripts/install_cuda.sh", None, 10, 47, "CUD504"),
+    ("scripts/install_cuda.sh", None, 11, 16, "CUD504"),
+    ("scripts/install_cuda.sh", None, 12, 21, "CUD401"),
+    ("scripts/install_cuda.sh", None, 12, 28, "CUD401"),
+    ("scripts/install_cuda.sh", None, 12, 28, "CUD504"),
+    ("scripts/install_cuda.sh", None, 13, 13, "CUD402"),
+    ("scripts/install_cuda.sh", None, 13, 13, "CUD504"),
+    # requirements-extra.txt and environment.yml: one package table for pip and conda names
+    ("requirements-extra.txt", None, 3, 1, "CUD402"),
+    ("requirements-extra.txt", None, 4, 1, "CUD402"),
+    ("requirements-extra.txt", None, 5, 1, "CUD402"),
+    ("requirements-extra.txt", None, 6, 1, "CUD402"),
+    ("requirements-extra.txt", None, 7, 1, "CUD402"),
+    ("environment.yml", None, 6, 5, "CUD401"),
+    ("environment.yml", None, 7, 5, "CUD401"),
+    ("environment.yml", None, 9, 9, "CUD401"),
+    # the composite action's steps; the reusable workflow's env: index and image (`cuda:0`
+    # is a device, and the local action is read where it is)
+    (".github/actions/setup-cuda/action.yml", None, 6, 13, "CUD404"),
+    (".github/actions/setup-cuda/action.yml", None, 9, 42, "CUD404"),
+    (".github/workflows/reusable-gpu.yml", None, 6, 16, "CUD404"),
+    (".github/workflows/reusable-gpu.yml", None, 7, 10, "CUD404"),
+}
+GUARDED_2 = {
+    ("difftrain/guards.py", 13, "CUD107"),  # if use_cuda: (a variable holding a probe)
+    ("difftrain/guards.py", 14, "CUD102"),
+    ("difftrain/guards.py", 23, "CUD105"),  # after `if not torch.cuda.is_available(): return`
+    ("difftrain/guards.py", 28, "CUD701"),  # the branch of the conditional that needs CUDA
+    ("difftrain/guards.py", 45, "CUD105"),  # one operand of the `and` is a device test
+    ("difftrain/devices.py", 29, "CUD105"),
+    ("difftrain/ops/build.py", 38, "CUD301"),  # after `if CUDA_HOME is None: ... return`
+}
+
+
+def test_every_finding_of_the_second_research_repo(capsys):
+    code, found = _findings(capsys, str(FIXTURE_2))
+    assert code == 1
+    keys = [_key(f, FIXTURE_2) for f in found]
+    assert len(keys) == len(set(keys)), "a finding is reported twice"
+    assert set(keys) == EXPECTED_2
+    guarded = {(key[0], key[2], key[4]) for f in found if f["guarded"]
+               for key in [_key(f, FIXTURE_2)]}
+    assert guarded == GUARDED_2
+
+
+def test_guarded_conditional_branch_does_not_claim_a_mac_failure(capsys):
+    _, found = _findings(capsys, str(FIXTURE_2), "--select", "CUD701")
+    (nccl,) = found
+    assert nccl["severity"] == "warning"
+    assert "raises on a Mac" not in nccl["message"]
+
+
+def test_no_fix_rewrites_a_branch_that_only_runs_on_cuda(capsys, tmp_path):
+    copy = tmp_path / "research_repo2"
+    shutil.copytree(FIXTURE_2, copy)
+    main(["check", "--fix", "--unsafe-fixes", "--select", "CUD7", str(copy)])
+    capsys.readouterr()
+    guards = (copy / "difftrain" / "guards.py").read_text()
+    assert 'backend = "gloo" if not torch.cuda.is_available() else "nccl"' in guards

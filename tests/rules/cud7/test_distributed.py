@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from cudalint.config import Config
 from cudalint.finding import Severity
 from tests.lint import codes_at, findings, run_on
@@ -132,3 +134,30 @@ def test_launcher(tmp_path):
     assert guarded[("CUD702", 22)].guarded
     assert guarded[("CUD702", 22)].severity is Severity.INFO
     assert guarded[("CUD702", 23)].severity is Severity.ERROR
+
+
+def test_device_ids_through_kwargs_dicts(tmp_path):
+    source = textwrap.dedent('''\
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+        def wrap(model, args):
+            kwargs = {"find_unused_parameters": args.find_unused}
+            if args.static_graph:
+                kwargs["static_graph"] = True
+            kwargs["device_ids"] = [args.local_rank]
+            kwargs["output_device"] = args.local_rank
+            print("DDP kwargs: device_ids", kwargs)
+            return DDP(model, **kwargs)
+
+
+        def wrap_cpu(model):
+            kwargs = {"find_unused_parameters": True, "device_ids": None}
+            return DDP(model, **kwargs)
+
+
+        def wrap_dict(model, rank):
+            return DDP(model, **dict(device_ids=[rank], bucket_cap_mb=25))
+        ''')
+    found = findings(tmp_path, source, codes=["CUD702"])
+    assert codes_at(found) == [("CUD702", 8, 5), ("CUD702", 9, 5), ("CUD702", 20, 30)]

@@ -152,7 +152,9 @@ class CudaOnlyCi(FileRule):
             action = (yaml_lines.scalar(uses) or "").partition("@")[0]
             if action.startswith("docker://"):
                 yield from self._image(source, uses)
-            elif uses is not None and re.search(r"cuda|nvidia", action, re.IGNORECASE):
+            elif uses is not None and not action.startswith("./") \
+                    and re.search(r"cuda|nvidia", action, re.IGNORECASE):
+                # a local action (`./.github/actions/setup-cuda`) is read where it is
                 yield self._at(source, uses, f"`{action}` installs the CUDA toolkit: {_ADVICE}")
             yield from self._script(source, yaml_lines.get(step, "run"))
 

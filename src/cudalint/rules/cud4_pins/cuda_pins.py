@@ -28,7 +28,7 @@ _CUDA_EXTRA = re.compile(r"(?:and-)?cuda\d*(?:[-_]\w+)?|gpu", re.IGNORECASE)
 _LINUX_ONLY_EXTRAS = frozenset({("tensorflow", "and-cuda")})
 _CONDA_TOOLKIT = (
     "cudatoolkit", "cudatoolkit-dev", "cuda", "cuda-*", "pytorch-cuda", "cudnn", "nccl",
-    "magma-cuda*", "pytorch-gpu", "tensorflow-gpu", "cutensor", "libcublas*", "libcufft*",
+    "magma-cuda*", "pytorch-gpu", "cutensor", "libcublas*", "libcufft*",
     "libcurand*", "libcusolver*", "libcusparse*", "libcudnn*", "libnccl*", "libnvjitlink*",
     "libnpp*",
 )

@@ -1,0 +1,159 @@
+"""CUD101 f-strings, CUD103 in functions that consider MPS, CUD108 feature gates, CUD112 exits,
+CUD106 fallback imports: realistic code, with what must stay silent."""
+
+from __future__ import annotations
+
+import textwrap
+
+from tests.lint import codes_at, findings, run_on
+
+
+def _codes(tmp_path, source: str, codes: list[str]) -> list[tuple[str | None, int, int]]:
+    return codes_at(findings(tmp_path, textwrap.dedent(source), codes=codes))
+
+
+def test_feature_gates_kept_or_passed_on(tmp_path):
+    source = '''\
+        import torch
+        from torch.utils.data import DataLoader
+
+
+        def configure(model, device, dev, impl, use_amp, dataset):
+            """Turns on AMP when device == "cuda"."""
+            scaler = torch.amp.GradScaler(enabled=use_amp and device == "cuda")
+            amp_enabled = dev.type == "cuda"
+            loader = DataLoader(dataset, pin_memory=device.type == "cuda")
+            pin = device.type == "cuda"
+            kernel = "fused" if impl == "cuda" else "eager"
+            dtype = torch.float16 if device.type == "cuda" else torch.float32
+            print("fast path:", device == "cuda")
+            stats = {"cuda": 0.0, "on_gpu": device == "cpu"}  # not a CUDA test
+            if device.type == "cuda" and use_amp:
+                model = model.half()
+            elif "cuda" in str(device):
+                model = torch.compile(model)
+            while device == "cuda" or dev.type == "cuda":
+                break
+            assert x.device.type == "cuda", "x.device must be cuda"
+            return scaler, amp_enabled, loader, pin, kernel, dtype, stats
+        '''
+    assert _codes(tmp_path, source, ["CUD108"]) == [
+        ("CUD108", 7, 55), ("CUD108", 8, 19), ("CUD108", 12, 30),
+    ]
+
+
+def test_one_feature_gate_finding_per_test(tmp_path):
+    source = 'use_amp = device == "cuda" or device.type == "cuda" or dev == "cuda:0"\n'
+    assert _codes(tmp_path, source, ["CUD108"]) == [("CUD108", 1, 11)]
+
+
+def test_f_strings_are_hard_coded_devices(tmp_path):
+    source = '''\
+        import torch
+
+        state = torch.load("ckpt.pt", map_location=f"cuda")
+        x = torch.zeros(3, device=f"cuda:{0}")
+        y = x.to(f"cuda:1")
+        print(f"moved x to cuda:0")
+        logger.info(f"cuda")
+        run_name = f"cuda-baseline"
+        '''
+    assert _codes(tmp_path, source, ["CUD101"]) == [
+        ("CUD101", 3, 44), ("CUD101", 4, 27), ("CUD101", 5, 10),
+    ]
+    _, fixed = run_on(tmp_path, textwrap.dedent(source), codes=["CUD101"], fix=True)
+    text = fixed.decode()
+    assert 'map_location=str(pick_device())' in text
+    assert 'device=str(pick_device(0))' in text
+    assert 'x.to(str(pick_device(1)))' in text
+    assert 'print(f"moved x to cuda:0")' in text
+
+
+def test_choices_in_functions_that_consider_mps(tmp_path):
+    source = '''\
+        import torch
+
+
+        def get_device():
+            if torch.backends.mps.is_available():
+                return torch.device("mps")
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+        def get_device_str(args):
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            if args.mps:
+                device = "mps"
+            return device
+
+
+        def legacy():
+            # considers only CUDA; the "mps" in this comment does not count
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        '''
+    assert _codes(tmp_path, source, ["CUD103"]) == [("CUD103", 19, 12)]
+
+
+def test_hard_requirements_that_exit(tmp_path):
+    source = '''\
+        import os
+        import sys
+
+        import pytest
+        import torch
+
+
+        def main():
+            if torch.cuda.is_available():
+                device = torch.device("cuda")
+            else:
+                print("This code does not support training without GPU")
+                sys.exit(1)
+            return device
+
+
+        def worker():
+            if not torch.cuda.is_available():
+                print("a GPU is required")
+                os._exit(2)
+
+
+        def test_kernel():
+            if not torch.cuda.is_available():
+                pytest.skip("needs CUDA")
+
+
+        def cli(args):
+            if not args.cuda:
+                sys.exit("pass --cuda")
+            if not torch.cuda.is_available():
+                print("no GPU: running on the CPU")
+        '''
+    assert _codes(tmp_path, source, ["CUD112"]) == [("CUD112", 9, 5), ("CUD112", 18, 5)]
+
+
+def test_torch_cuda_amp_as_a_fallback_import(tmp_path):
+    source = '''\
+        import torch
+
+        try:
+            from torch.amp import custom_bwd, custom_fwd
+        except ImportError:
+            from torch.cuda.amp import custom_bwd, custom_fwd
+
+        if hasattr(torch.amp, "GradScaler"):
+            GradScaler = torch.amp.GradScaler
+        else:
+            from torch.cuda.amp import GradScaler as GradScaler
+
+
+        @custom_fwd
+        def forward(ctx, x):
+            return x
+
+
+        scaler = GradScaler()
+        '''
+    assert _codes(tmp_path, source, ["CUD106"]) == [
+        ("CUD106", 6, 32), ("CUD106", 6, 44), ("CUD106", 11, 32),
+    ]
