@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import NoReturn
 
 from cudalint import __version__
+from cudalint.commands import HelpFormatter
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-OUTPUT_FORMATS = ("full", "concise", "json", "github", "sarif")
+OUTPUT_FORMATS = ("full", "concise", "json", "github", "gitlab", "junit", "sarif")
 
 # Subcommands that parse their own arguments: name -> "module:function".
 _DELEGATED = {
@@ -25,7 +26,8 @@ _DELEGATED = {
     "lsp": "cudalint.lsp.server:main",
     "report": "cudalint.report.command:main",
 }
-_OWN = ("check", "rule", "init-helper")
+# Subcommands whose parser lives beside them: name -> module with parser(cls) and run(args).
+_OWN = {"rule": "cudalint.commands.rule", "init-helper": "cudalint.commands.init_helper"}
 
 
 class UsageError(Exception):
@@ -38,20 +40,40 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _check_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="cudalint check", description="Find what ties code to CUDA.")
-    parser.add_argument("paths", nargs="*", type=Path, default=[], help="files or folders")
+    parser = _Parser(prog="cudalint check", description="Find what ties code to CUDA.",
+                     formatter_class=HelpFormatter)
+    parser.add_argument("paths", nargs="*", type=Path, default=[],
+                        help="files or folders (`-`: standard input) (default: .)")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes")
     parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    parser.add_argument("--fix-only", action="store_true",
+                        help="apply fixes and print no findings; exit 0 unless an error")
     parser.add_argument("--diff", action="store_true", help="show fixes as a diff; write nothing")
-    parser.add_argument("--select", type=_codes, help="codes or prefixes to enable (CUD1,CUD201)")
-    parser.add_argument("--ignore", type=_codes, help="codes or prefixes to disable")
+    parser.add_argument("--show-fixes", action="store_true",
+                        help="list the fixes applied, per file and code")
+    parser.add_argument("--select", type=_codes,
+                        help="codes or prefixes to enable (CUD1,CUD201) (default: the "
+                             "configuration's `select`, else ALL)")
+    parser.add_argument("--ignore", type=_codes,
+                        help="codes or prefixes to disable (default: the configuration's "
+                             "`ignore`)")
     parser.add_argument("--extend-select", type=_codes, default=[], help="add to select")
-    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="full")
+    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="full",
+                        help="how to print findings")
     parser.add_argument("--statistics", action="store_true", help="count findings per code")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 despite findings")
-    parser.add_argument("--config", type=Path, help="a pyproject.toml or cudalint.toml to use")
+    parser.add_argument("--config", type=Path,
+                        help="a pyproject.toml or cudalint.toml to use (default: the nearest "
+                             "pyproject.toml with [tool.cudalint])")
     parser.add_argument("--force-exclude", action="store_true",
                         help="apply excludes to files named on the command line (pre-commit)")
+    parser.add_argument("--stdin-filename", type=Path, metavar="PATH",
+                        help="the name of the file read from standard input: its kind, "
+                             "configuration and per-file-ignores come from it")
+    parser.add_argument("--show-files", action="store_true",
+                        help="list the files that would be checked, and exit")
+    parser.add_argument("--show-settings", action="store_true",
+                        help="print the settings used for the first path, and exit")
     parser.add_argument("-j", "--jobs", type=int, default=None,
                         help="processes to check files with (default: one per CPU)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only")
@@ -71,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"cudalint: error: {error}", file=sys.stderr)
         return EXIT_ERROR
+    except SystemExit as done:  # `--help`: argparse prints it and exits
+        return done.code if isinstance(done.code, int) else EXIT_ERROR
     except KeyboardInterrupt:
         return 130
     except Exception as error:
@@ -89,14 +113,10 @@ def _dispatch(args: list[str]) -> int:
     rest = args[1:] if args and args[0] == command else args
     if command in _DELEGATED:
         return _delegate(_DELEGATED[command], rest)
-    if command == "rule":
-        from cudalint.commands.rule import main as rule_main
-
-        return rule_main(rest)
-    if command == "init-helper":
-        from cudalint.commands.init_helper import main as init_main
-
-        return init_main(rest)
+    if command in _OWN:
+        module = importlib.import_module(_OWN[command])
+        status: int = module.run(module.parser(_Parser).parse_args(rest))
+        return status
     from cudalint.commands.check import run_check
 
     return run_check(_check_parser().parse_args(rest))
@@ -115,9 +135,10 @@ def _delegate(target: str, rest: list[str]) -> int:
 def _usage() -> str:
     return (
         "usage: cudalint [check] [PATH ...] [--fix] [--unsafe-fixes] [--diff] [--select CODES]\n"
-        "                [--ignore CODES] [--output-format {full,concise,json,github,sarif}]\n"
-        "                [--statistics] [--exit-zero] [--config FILE]\n"
-        "       cudalint rule CODE | --all\n"
+        "                [--ignore CODES] [--output-format FORMAT] [--statistics]\n"
+        "                [--exit-zero] [--config FILE] [...]      (cudalint check --help)\n"
+        "       cudalint check - --stdin-filename PATH [--fix]  (an editor's buffer)\n"
+        "       cudalint rule CODE | --all [--output-format json]\n"
         "       cudalint init-helper PATH [--force]\n"
         "       cudalint smoke TARGET [...]      (needs cudalint[smoke])\n"
         "       cudalint mps-ops [--target-torch X]\n"

@@ -78,6 +78,27 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
+def find_project_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` holding a pyproject.toml or a .git."""
+    start = start.resolve()
+    for folder in [start, *start.parents]:
+        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
+            return folder
+    return None
+
+
+def project_root(config: Config) -> Path:
+    """The project's root: the configuration's folder, else the nearest folder holding a
+    pyproject.toml or a .git, else the current folder when the run is inside it (as ruff)."""
+    if config.source is not None:
+        return config.root
+    found = find_project_root(config.root)
+    if found is not None:
+        return found
+    here = Path.cwd().resolve()
+    return here if here == config.root or here in config.root.parents else config.root
+
+
 def load_config(start: Path, explicit: Path | None = None) -> Config:
     """Settings for a run over paths under `start`; `explicit` is `--config PATH`."""
     path = explicit or find_pyproject(start)

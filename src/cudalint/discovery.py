@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pathspec
 
-from cudalint.config import Config
+from cudalint.config import Config, project_root
 from cudalint.kinds import FileKind, classify
 
 
@@ -23,7 +23,7 @@ def discover(
     an exclude pattern matches it, unless `force_exclude` (as ruff's --force-exclude, which
     pre-commit hooks use since they pass every file explicitly)."""
     excluded_kinds = {kind.lower() for kind in config.exclude_kinds}
-    exclude = pathspec.GitIgnoreSpec.from_lines([*config.exclude, *config.extend_exclude])
+    exclude = _exclude_spec(config)
     found: dict[Path, FileKind] = {}
     for path in paths:
         if not path.exists():
@@ -31,7 +31,7 @@ def discover(
         if path.is_file():
             kind = classify(path) or _explicit_kind(path)
             if kind is not None and kind.value not in excluded_kinds and not (
-                force_exclude and _skipped(path.resolve(), False, config, exclude, [])
+                force_exclude and _force_excluded(path, config, exclude)
             ):
                 found[path] = kind
             continue
@@ -40,6 +40,25 @@ def discover(
             if kind is not None and kind.value not in excluded_kinds:
                 found[file] = kind
     return sorted(found.items())
+
+
+def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
+    """Whether --force-exclude skips `path`, which need not exist (standard input's name)."""
+    if kind.value in {k.lower() for k in config.exclude_kinds}:
+        return True
+    return _force_excluded(path, config, _exclude_spec(config))
+
+
+def _force_excluded(path: Path, config: Config, exclude: pathspec.PathSpec) -> bool:
+    """A file named explicitly, matched from the project root (without a configuration, the
+    nearest pyproject.toml or git root): `dist/gen.py` is excluded by `dist` from anywhere."""
+    full = path.resolve()
+    from_root = _relative(full, project_root(config))
+    return exclude.match_file(from_root) or _skipped(full, False, config, exclude, [])
+
+
+def _exclude_spec(config: Config) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines([*config.exclude, *config.extend_exclude])
 
 
 def _explicit_kind(path: Path) -> FileKind | None:

@@ -15,12 +15,20 @@ SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use inst
             "## Fix safety")
 
 
+def severity_text(rule: type[Rule]) -> str:
+    """`error`, or `error (warning or info at some sites)` for a rule whose findings differ."""
+    usual, *others = rule.severities()
+    if not others:
+        return str(usual)
+    return f"{usual} ({' or '.join(str(s) for s in others)} at some sites)"
+
+
 def render_rule_page(rule: type[Rule]) -> str:
     fix = rule.fix_applicability()
     lines = [
         f"# {rule.code} ({rule.name})",
         "",
-        f"Severity: {rule.severity}. "
+        f"Severity: {severity_text(rule)}. "
         + (f"Fix: {fix.value}." if fix else "Fix: none.")
         + " Guarded sites (under a CUDA check or an optional import) are reported one"
         " severity lower.",
@@ -35,7 +43,7 @@ def render_index() -> str:
     rows = ["# Rules", "", "| code | name | severity | fix | message |", "|---|---|---|---|---|"]
     for rule in primary_rules():
         fix = rule.fix_applicability()
-        rows.append(f"| [{rule.code}]({rule.code}.md) | {rule.name} | {rule.severity} | "
+        rows.append(f"| [{rule.code}]({rule.code}.md) | {rule.name} | {severity_text(rule)} | "
                     f"{fix.value if fix else '—'} | {rule.message.replace('|', '/')} |")
     return "\n".join(rows) + "\n"
 

@@ -10,7 +10,7 @@ from lsprotocol import types
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
 from cudalint.kinds import FileKind
 from cudalint.lsp.actions import FIX_ALL, Target, quick_fixes, wanted
-from cudalint.lsp.diagnostics import edits_of, text_edits, to_diagnostic
+from cudalint.lsp.diagnostics import data_version, edits_of, text_edits, to_diagnostic
 from cudalint.lsp.positions import (
     UTF8,
     UTF16,
@@ -21,7 +21,7 @@ from cudalint.lsp.positions import (
     split_lines,
     to_lsp,
 )
-from cudalint.lsp.suppress import noqa_edit
+from cudalint.lsp.suppress import Noqa
 
 
 def finding(row: int, column: int, end_row: int, end_column: int, code: str | None = "CUD102",
@@ -74,7 +74,7 @@ def test_diagnostic_fields_and_data_round_trip() -> None:
     fix = Fix(Applicability.UNSAFE, "Replace with `.to(pick_device())`",
               (Edit("a.to(pick_device())", Position(1, 5), Position(1, 13)),))
     found = finding(1, 7, 1, 11, severity=Severity.WARNING, fix=fix).with_guard()
-    diagnostic = to_diagnostic(found, text, split_lines(text), FileKind.PYTHON, UTF16)
+    diagnostic = to_diagnostic(found, Noqa(text, FileKind.PYTHON), UTF16, version=3)
     assert diagnostic.message.endswith(" (guarded)")
     assert diagnostic.severity == types.DiagnosticSeverity.Information
     assert diagnostic.code == "CUD102"
@@ -83,6 +83,7 @@ def test_diagnostic_fields_and_data_round_trip() -> None:
     assert diagnostic.range == types.Range(types.Position(0, 6), types.Position(0, 10))
     data = diagnostic.data
     assert isinstance(data, dict)
+    assert data_version(diagnostic) == 3
     assert data["fix"]["title"] == "Fix CUD102: Replace with `.to(pick_device())` (unsafe)"
     [edit] = edits_of(data["fix"])
     assert edit.range == types.Range(types.Position(0, 4), types.Position(0, 12))
@@ -97,13 +98,13 @@ def test_diagnostic_fields_and_data_round_trip() -> None:
 
 def test_an_error_line_has_no_code_and_no_actions() -> None:
     error = finding(1, 7, 1, 7, code=None)
-    diagnostic = to_diagnostic(error, "def f(:\n", ["def f(:", ""], FileKind.PYTHON, UTF16)
+    diagnostic = to_diagnostic(error, Noqa("def f(:\n", FileKind.PYTHON), UTF16)
     assert diagnostic.code is None and diagnostic.code_description is None
     assert quick_fixes(diagnostic, Target("file:///x.py", 1, False)) == []
 
 
 def _noqa(text: str, found: Finding, kind: FileKind = FileKind.PYTHON) -> str | None:
-    edit = noqa_edit(text, kind, found)
+    edit = Noqa(text, kind).edit(found)
     if edit is None:
         return None
     lines = text.split("\n")
@@ -134,8 +135,8 @@ def test_noqa_edit(text: str, found: Finding, expected: str | None) -> None:
 
 
 def test_no_noqa_where_comments_do_not_silence() -> None:
-    assert noqa_edit("__global__ void k() {}\n", FileKind.CUDA_SOURCE,
-                     finding(1, 1, 1, 5)) is None
+    assert Noqa("__global__ void k() {}\n", FileKind.CUDA_SOURCE).edit(
+        finding(1, 1, 1, 5)) is None
 
 
 @pytest.mark.parametrize(("only", "expected"), [

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from cudalint.cli import main as cli_main
 from cudalint.runtime.helper import write_helper
-from tests.lsp.client import Client
+from tests.lsp.client import Client, Document, cli_fixed
 
 TWO_PROBLEMS = (
     "import torch\n"
@@ -51,74 +50,6 @@ def servers(workspace: Path) -> Iterator[tuple[Client, Client]]:
 def server(servers: tuple[Client, Client], workspace: Path) -> Client:
     servers[0].initialize(workspace)
     return servers[0]
-
-
-class Document:
-    """An open document of the test server, with its version."""
-
-    def __init__(self, server: Client, path: Path, text: str, language: str = "python") -> None:
-        self.server, self.path, self.uri, self.text = server, path, path.as_uri(), text
-        self.version = 1
-        server.notify("textDocument/didOpen", {"textDocument": {
-            "uri": self.uri, "languageId": language, "version": 1, "text": text}})
-
-    def diagnostics(self) -> list[dict[str, Any]]:
-        return self.server.diagnostics(self.uri, self.version)
-
-    def change(self, text: str) -> list[dict[str, Any]]:
-        self.version += 1
-        self.text = text
-        self.server.notify("textDocument/didChange", {
-            "textDocument": {"uri": self.uri, "version": self.version},
-            "contentChanges": [{"text": text}]})
-        return self.diagnostics()
-
-    def actions(self, diagnostic: dict[str, Any] | None = None,
-                only: list[str] | None = None) -> list[dict[str, Any]]:
-        where = diagnostic["range"] if diagnostic else {
-            "start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
-        context: dict[str, Any] = {"diagnostics": [diagnostic] if diagnostic else []}
-        if only is not None:
-            context["only"] = only
-        result: list[dict[str, Any]] = self.server.request("textDocument/codeAction", {
-            "textDocument": {"uri": self.uri}, "range": where, "context": context})
-        return result
-
-    def apply(self, action: dict[str, Any]) -> str:
-        """The buffer after the action's edits (in UTF-16 positions, as the client asked)."""
-        edits = action["edit"]["changes"][self.uri]
-        return apply_edits(self.text, edits)
-
-
-def apply_edits(text: str, edits: list[dict[str, Any]]) -> str:
-    lines = text.splitlines(keepends=True) or [""]
-
-    def offset(position: dict[str, int]) -> int:
-        if position["line"] >= len(lines):
-            return len(text)
-        line = lines[position["line"]]
-        units = 0
-        for index, char in enumerate(line):
-            if units >= position["character"]:
-                return sum(map(len, lines[: position["line"]])) + index
-            units += 2 if ord(char) > 0xFFFF else 1
-        return sum(map(len, lines[: position["line"]])) + len(line)
-
-    spans = sorted(((offset(e["range"]["start"]), offset(e["range"]["end"]), e["newText"])
-                    for e in edits), reverse=True)
-    for start, end, new in spans:
-        text = text[:start] + new + text[end:]
-    return text
-
-
-def cli_fixed(folder: Path, text: str, *args: str) -> str:
-    """What `cudalint check --fix` makes of `text` in a file of `folder`."""
-    path = folder / "cli_copy.py"
-    path.write_bytes(text.encode())
-    cli_main(["check", "--fix", "--quiet", *args, str(path)])
-    fixed = path.read_bytes().decode()
-    path.unlink()
-    return fixed
 
 
 def by_code(diagnostics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -45,7 +45,7 @@ def test_nearest_version_is_said(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--target-torch", "2.12.1")
     assert code == 0
     assert out.splitlines()[0] == (
-        "no table for torch 2.12.1: the nearest shipped one, torch 2.13.0, is shown")
+        "no table for torch 2.12.1: the oldest shipped one, torch 2.13.0, is shown")
 
 
 def test_bad_version_exits_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cudalint.rules import all_rules
+from cudalint.finding import Finding
+from cudalint.rules import all_rules, rule_by_code
 from cudalint.rules.base import Invalid, Rule, Valid, iter_examples
 from tests.lint import run_on
 
@@ -31,6 +32,7 @@ def test_example(tmp_path, rule, example):
         assert own == []
         return
     assert len(own) == example.count, [(f.location, f.message) for f in own]
+    _assert_documented_severities(rule, own)
     if example.fixed is None:
         assert all(f.fix is None for f in own)
         return
@@ -41,6 +43,15 @@ def test_example(tmp_path, rule, example):
     _, again = run_on(tmp_path, after, name=example.path, codes=[rule.code], fix=True,
                       unsafe=example.unsafe)
     assert again == after
+
+
+def _assert_documented_severities(rule: type[Rule], found: list[Finding]) -> None:
+    """Each finding has a severity its code's documentation gives (one lower when guarded)."""
+    primary = rule_by_code(rule.code)
+    assert primary is not None
+    for finding in found:
+        allowed = {s.lowered() if finding.guarded else s for s in primary.severities()}
+        assert finding.severity in allowed, (finding.message, finding.severity)
 
 
 @pytest.mark.parametrize("rule", all_rules(), ids=_rule_id)

@@ -6,73 +6,138 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from cudalint import rules
-from cudalint.config import ConfigError, load_config
+from cudalint.config import Config, ConfigError, load_config, project_root
 from cudalint.discovery import MissingPathError
 from cudalint.engine.runner import FileReport, RunOptions, run, validate_selectors
-from cudalint.output import github, json_format, sarif
 from cudalint.output.progress import DelayedProgress, wants_progress
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-_MACHINE = {"json": json_format.render, "github": github.render, "sarif": sarif.render}
+_WITH_EDITS = ("json", "sarif")
 
 
 def run_check(args: argparse.Namespace) -> int:
-    paths: list[Path] = args.paths or [Path(".")]
+    problem = _usage_problem(args)
+    if problem is not None:
+        return _fail(problem)
+    from cudalint.commands import show, stdin
+
+    reading_stdin = stdin.wanted(args)
+    options = _options(args, in_memory=reading_stdin)
+    try:
+        config = load_config(_config_start(args, reading_stdin), args.config)
+        validate_selectors(config)
+        if args.show_settings:
+            return show.settings(_shown_path(args, reading_stdin), config, options)
+        if args.show_files:
+            return show.files(args.paths or [Path(".")], config, options)
+        if reading_stdin:
+            reports = [stdin.check(args.stdin_filename, config, options)]
+        else:
+            reports = _run_with_progress(args, config, options)
+    except (ConfigError, MissingPathError) as error:
+        return _fail(str(error))
+    # With --fix or --diff on standard input, the code goes to stdout and the rest to stderr.
+    out = sys.stderr if reading_stdin and (options.fix or options.diff) else sys.stdout
+    if reading_stdin:
+        stdin.write_result(reports[0], options)
+    _print(reports, args, options, config, out)
+    return _exit_code(reports, args)
+
+
+def _run_with_progress(args: argparse.Namespace, config: Config,
+                       options: RunOptions) -> list[FileReport]:
+    progress = (DelayedProgress(sys.stderr)
+                if wants_progress(args.output_format, args.quiet, sys.stdout, sys.stderr) else None)
+    try:
+        return run(args.paths or [Path(".")], config, options, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
     for selector in [*(args.select or []), *(args.ignore or []), *args.extend_select]:
         if not rules.is_known_selector(selector):
-            return _fail(f"unknown rule selector {selector!r} (see `cudalint rule --all`)")
-    options = RunOptions(
-        fix=(args.fix or args.unsafe_fixes) and not args.diff,
+            return f"unknown rule selector {selector!r} (see `cudalint rule --all`)"
+    others = [p for p in args.paths if str(p) != "-"]
+    if others and (args.stdin_filename is not None or len(others) < len(args.paths)):
+        return "standard input (`-` or --stdin-filename) cannot be checked with other paths"
+    if args.fix_only and args.diff:
+        return "--fix-only and --diff cannot be used together"
+    return None
+
+
+def _options(args: argparse.Namespace, *, in_memory: bool) -> RunOptions:
+    fixing = args.fix or args.unsafe_fixes or args.fix_only
+    return RunOptions(
+        fix=fixing and not args.diff,
         unsafe_fixes=args.unsafe_fixes,
         diff=args.diff,
-        want_edits=args.output_format in ("json", "sarif"),
+        want_edits=args.output_format in _WITH_EDITS,
         force_exclude=args.force_exclude,
         jobs=args.jobs,
         select=args.select,
         ignore=args.ignore,
         extend_select=args.extend_select,
+        in_memory=in_memory,
         cache=not args.no_cache,
     )
-    progress = (DelayedProgress(sys.stderr)
-                if wants_progress(args.output_format, args.quiet, sys.stdout, sys.stderr) else None)
-    try:
-        config = load_config(_common_folder(paths), args.config)
-        validate_selectors(config)
-        reports = run(paths, config, options, progress)
-    except (ConfigError, MissingPathError) as error:
-        return _fail(str(error))
-    finally:
-        if progress is not None:
-            progress.close()
-    _print(reports, args, options)
-    if args.diff:  # as ruff: 1 when there is something to fix
-        return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
-    remaining = sum(len(r.findings) for r in reports)
-    return EXIT_FINDINGS if remaining and not args.exit_zero else EXIT_OK
 
 
-def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOptions) -> None:
-    if args.output_format in _MACHINE:
-        sys.stdout.write(_MACHINE[args.output_format](reports))
+def _config_start(args: argparse.Namespace, reading_stdin: bool) -> Path:
+    if reading_stdin:
+        return args.stdin_filename or Path.cwd()
+    return _common_folder(args.paths or [Path(".")])
+
+
+def _shown_path(args: argparse.Namespace, reading_stdin: bool) -> Path:
+    if reading_stdin:
+        return args.stdin_filename or Path("-")
+    return (args.paths or [Path(".")])[0]
+
+
+def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOptions,
+           config: Config, out: TextIO) -> None:
+    from cudalint.output import github, gitlab, json_format, junit, sarif
+
+    machine = {"json": json_format.render, "github": github.render, "junit": junit.render,
+               "sarif": sarif.render, "gitlab": lambda r: gitlab.render(r, project_root(config))}
+    if args.output_format in machine:
+        out.write(machine[args.output_format](reports))
         return
     from rich.console import Console  # only for the human formats: 0.1 s of start-up
 
     from cudalint.output import text
 
-    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    console = Console(file=out, highlight=False, soft_wrap=True)
     if args.statistics:
         text.render_statistics(reports, console)
         return
     if args.diff:
-        text.render_diffs(reports, console)
-    else:
+        if not options.in_memory:  # standard input's diff went to stdout already
+            text.render_diffs(reports, console)
+    elif not args.fix_only:
         text.render_findings(reports, console, full=args.output_format == "full")
-    if not args.quiet:
+    if args.show_fixes:
+        text.render_fixes(reports, console)
+    if args.fix_only:
+        text.render_fixed(reports, console)
+    elif not args.quiet:
         text.render_footer(reports, console, fixing=options.fix, diff=options.diff,
                            unsafe=options.unsafe_fixes)
+    if not args.quiet:
         text.render_helpers(reports, console, diff=options.diff)
+
+
+def _exit_code(reports: list[FileReport], args: argparse.Namespace) -> int:
+    if args.diff:  # as ruff: 1 when there is something to fix
+        return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
+    if args.fix_only or args.exit_zero:  # as ruff: --fix-only exits 0 after fixing
+        return EXIT_OK
+    return EXIT_FINDINGS if any(r.findings for r in reports) else EXIT_OK
 
 
 def _common_folder(paths: list[Path]) -> Path:

@@ -14,7 +14,7 @@ from cudalint.engine.fixer import apply_fixes
 from cudalint.engine.imports import Needs
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import BOM, PythonResult, lint_python
-from cudalint.finding import Applicability
+from cudalint.finding import Applicability, Finding
 
 if TYPE_CHECKING:
     from cudalint.rules.base import PythonRule
@@ -34,6 +34,7 @@ class FixOutcome:
     data: bytes  # the fixed source, unchanged when no fix applied
     applied: int
     result: PythonResult  # findings left after fixing
+    found: list[Finding]  # findings before fixing
     needs: Needs = field(default_factory=Needs)  # imports not added (add_imports=False)
 
 
@@ -57,6 +58,7 @@ def fix_python(
     bom = BOM if data.startswith(BOM) else b""
     current, applied, needs = data, 0, Needs()
     result = lint_python(current, path, rules, settings, prefilter=prefilter)
+    found = result.findings
     for _ in range(MAX_PASSES):
         chosen = [fix for _finding, fix, _where in result.fixes
                   if allowed(fix.applicability, unsafe)]
@@ -70,7 +72,7 @@ def fix_python(
             break
         current, applied, needs = fixed, applied + len(chosen), needs | source.needs
         result = lint_python(current, path, rules, settings, prefilter=prefilter)
-    return FixOutcome(current, applied, result, needs)
+    return FixOutcome(current, applied, result, found, needs)
 
 
 def _check_parses(data: bytes, path: Path) -> None:

@@ -63,6 +63,7 @@ def check_notebook(job: Job) -> FileReport:
         return FileReport(job.path, [], text)
     fixing = job.options.fix or job.options.diff
     findings: list[Finding] = []
+    found_before: list[Finding] = []  # with --fix: the findings before fixing
     applied = 0
     needs = Needs()
     changed: dict[int, str | list[str]] = {}  # 0-based cell index -> its new source
@@ -70,11 +71,14 @@ def check_notebook(job: Job) -> FileReport:
         if not isinstance(raw, dict) or raw.get("cell_type") != "code":
             continue
         cell = read_cell(_source(raw))
-        findings.extend(_shell_findings(job, cell, index))
+        shell = _shell_findings(job, cell, index)
+        findings.extend(shell)
+        found_before.extend(shell)
         if cell.python is None:
             continue
         if fixing:
-            fixed, count, found, wanted = _fix_cell(job, cell)
+            fixed, count, found, before, wanted = _fix_cell(job, cell)
+            found_before.extend(replace(finding, cell=index) for finding in before)
             if count:
                 changed[index - 1] = _as_stored(fixed, raw.get("source"))
                 applied += count
@@ -87,7 +91,7 @@ def check_notebook(job: Job) -> FileReport:
     if not fixing:
         return FileReport(job.path, findings, text)
     if not changed:
-        return finish_fix(job, job.data, 0, findings)
+        return finish_fix(job, job.data, 0, findings, found_before)
     new_cell = notebook_imports.add(cells, changed, needs, job.settings.helper_module)
     if new_cell is not None:
         findings = [replace(f, cell=f.cell + 1) if f.cell and f.cell > new_cell else f
@@ -98,7 +102,7 @@ def check_notebook(job: Job) -> FileReport:
             cells[index]["source"] = source
         written = dump(notebook, text)
     bom = BOM if job.data.startswith(BOM) else b""
-    return finish_fix(job, bom + written.encode(), applied, findings)
+    return finish_fix(job, bom + written.encode(), applied, findings, found_before)
 
 
 def _load(job: Job) -> tuple[str, dict[str, Any]] | Finding:
@@ -219,23 +223,25 @@ def _shell_findings(job: Job, cell: Cell, index: int) -> list[Finding]:
     return [replace(finding, cell=index) for finding in found]
 
 
-def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], Needs]:
-    """The fixed cell text, the fixes applied, the findings left, and the imports the fixes
-    need: the notebook imports them once (cudalint.engine.notebook_imports). Imports are not
-    removed: a name one cell no longer uses may be used by another."""
+def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], list[Finding], Needs]:
+    """The fixed cell text, the fixes applied, the findings left and those before fixing, and
+    the imports the fixes need: the notebook imports them once
+    (cudalint.engine.notebook_imports). Imports are not removed: a name one cell no longer uses
+    may be used by another."""
     assert cell.python is not None
     try:
         outcome = fix_python(cell.python.encode(), job.path, job.python_rules, job.settings,
                              unsafe=job.options.unsafe_fixes, prefilter=job.prefilter,
                              add_imports=False, remove_unused=False)
     except FixError as error:
-        return cell.text, 0, [error_finding(job.path, str(error))], Needs()
+        errors = [error_finding(job.path, str(error))]
+        return cell.text, 0, errors, errors, Needs()
     fixed = unmasked(outcome.data.decode(), cell.originals)
     if fixed is None:  # a fix moved a placeholder: leave the cell as it was
         result = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter)
-        return cell.text, 0, result.findings, Needs()
-    return fixed, outcome.applied, outcome.result.findings, outcome.needs
+        return cell.text, 0, result.findings, result.findings, Needs()
+    return fixed, outcome.applied, outcome.result.findings, outcome.found, outcome.needs
 
 
 def unmasked(text: str, originals: dict[int, str]) -> str | None:

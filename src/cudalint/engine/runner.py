@@ -38,6 +38,7 @@ class RunOptions:
     want_edits: bool = False  # compute each fix's text edits (json, sarif, the LSP)
     force_exclude: bool = False  # apply excludes to files named explicitly too
     jobs: int | None = None  # processes; None: one per CPU
+    in_memory: bool = False  # keep a fixed file in its report instead of writing it (stdin)
     select: list[str] | None = None  # override the configuration's
     ignore: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
@@ -52,6 +53,8 @@ class FileReport:
     text: str | None = None  # the checked text (after fixing), for source excerpts
     fixed: int = 0  # fixes applied (or, with --diff, that would be)
     diff: str = ""
+    found: list[Finding] | None = None  # with --fix or --diff: the findings before fixing
+    fixed_data: bytes | None = None  # with RunOptions.in_memory: the fixed file, not written
     helper: Path | None = None  # the standalone helper the fixed file imports
     helper_written: bool = False  # this run wrote that helper
 
@@ -248,13 +251,18 @@ def check_python(job: Job) -> FileReport:
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
     except FixError as error:
         return FileReport(job.path, [error_finding(job.path, str(error))])
-    return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings)
+    return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings, outcome.found)
 
 
-def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) -> FileReport:
-    """Write (or diff) a fixed file; the report keeps the findings left after fixing."""
+def finish_fix(
+    job: Job, fixed: bytes, applied: int, findings: list[Finding], found: list[Finding]
+) -> FileReport:
+    """Write (or diff) a fixed file; the report keeps the findings left after fixing, and
+    those `found` before."""
     text = fixed.decode("utf-8", errors="replace")
-    report = FileReport(job.path, findings, text, applied)
+    report = FileReport(job.path, findings, text, applied, found=found)
+    if job.options.in_memory:
+        report.fixed_data = fixed
     if fixed == job.data:
         return report
     if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
@@ -262,7 +270,7 @@ def finish_fix(job: Job, fixed: bytes, applied: int, findings: list[Finding]) ->
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
-    else:
+    elif not job.options.in_memory:
         write_atomic(job.path, fixed)
     return report
 

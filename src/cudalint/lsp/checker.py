@@ -4,7 +4,7 @@ pyproject.toml (cached per folder), the rules for the path, `check_file` on the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudalint.config import Config, ConfigError, load_config
@@ -33,12 +33,26 @@ _OPTIONS = RunOptions(want_edits=True)
 
 @dataclass(frozen=True)
 class Project:
+    """A folder's configuration and what follows from it, worked out once per path: an edit
+    re-checks the buffer, not the configuration."""
+
     config: Config
     settings: Settings
     enabled: tuple[type[Rule], ...]
+    _rules: dict[Path, tuple[type[Rule], ...]] = field(default_factory=dict, compare=False)
+    _excluded: dict[tuple[Path, FileKind], bool] = field(default_factory=dict, compare=False)
 
     def rules_for(self, path: Path) -> tuple[type[Rule], ...]:
-        return rules_for(path, self.enabled, self.config)
+        if path not in self._rules:
+            self._rules[path] = rules_for(path, self.enabled, self.config)
+        return self._rules[path]
+
+    def excludes(self, path: Path, kind: FileKind) -> bool:
+        """Whether the CLI would skip the file (`exclude`, `exclude-kinds`), as with
+        --force-exclude: an editor opens library code it should not lint."""
+        if (path, kind) not in self._excluded:
+            self._excluded[path, kind] = _is_excluded(path, kind, self.config)
+        return self._excluded[path, kind]
 
 
 class Projects:
@@ -87,9 +101,7 @@ def document_kind(path: Path, language_id: str | None) -> FileKind | None:
     return kind
 
 
-def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
-    """Whether the CLI would skip the file (`exclude`, `exclude-kinds`), as with
-    --force-exclude: an editor opens library code it should not lint."""
+def _is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
     if kind.value in {k.lower() for k in config.exclude_kinds}:
         return True
     if classify(path) is None or not path.is_file():

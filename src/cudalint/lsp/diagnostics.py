@@ -10,9 +10,8 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 from cudalint.finding import Applicability, Edit, Finding, Severity
-from cudalint.kinds import FileKind
 from cudalint.lsp.positions import to_lsp_range
-from cudalint.lsp.suppress import noqa_edit
+from cudalint.lsp.suppress import Noqa
 from cudalint.rules import rule_by_code
 
 SOURCE = "cudalint"
@@ -25,9 +24,12 @@ _SEVERITY = {
 
 
 def to_diagnostic(
-    finding: Finding, text: str, lines: list[str], kind: FileKind, encoding: str
+    finding: Finding, noqa: Noqa, encoding: str, version: int | None = None
 ) -> types.Diagnostic:
+    """`finding` of the text `noqa` holds, at that text's `version` (kept in `data`, so that a
+    code action can tell a diagnostic of an older version)."""
     rule = rule_by_code(finding.code) if finding.code else None
+    lines = noqa.lines
     return types.Diagnostic(
         range=to_lsp_range(lines, finding.location, finding.end_location, encoding),
         message=finding.message + (" (guarded)" if finding.guarded else ""),
@@ -36,10 +38,11 @@ def to_diagnostic(
         code_description=types.CodeDescription(href=rule.url()) if rule else None,
         source=SOURCE,
         data={
+            "version": version,
             "category": finding.category.value,
             "guarded": finding.guarded,
             "fix": _fix_data(finding, lines, encoding),
-            "noqa": _noqa_data(finding, text, lines, kind, encoding),
+            "noqa": _noqa_data(finding, noqa, encoding),
         },
     )
 
@@ -84,15 +87,13 @@ def _fix_data(finding: Finding, lines: list[str], encoding: str) -> dict[str, An
     }
 
 
-def _noqa_data(
-    finding: Finding, text: str, lines: list[str], kind: FileKind, encoding: str
-) -> dict[str, Any] | None:
-    edit = noqa_edit(text, kind, finding)
+def _noqa_data(finding: Finding, noqa: Noqa, encoding: str) -> dict[str, Any] | None:
+    edit = noqa.edit(finding)
     if edit is None:
         return None
     return {
         "title": f"Disable {finding.code} for this line",
-        "edits": _unstructure(text_edits([edit], lines, encoding)),
+        "edits": _unstructure(text_edits([edit], noqa.lines, encoding)),
     }
 
 
@@ -102,3 +103,10 @@ def _unstructure(edits: list[types.TextEdit]) -> list[dict[str, Any]]:
 
 def _key(position: types.Position) -> tuple[int, int]:
     return position.line, position.character
+
+
+def data_version(diagnostic: types.Diagnostic) -> int | None:
+    """The document version a diagnostic was made for (None: not one of ours, or unknown)."""
+    data = diagnostic.data
+    version = data.get("version") if isinstance(data, dict) else None
+    return version if isinstance(version, int) else None

@@ -8,142 +8,66 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
 
 from cudalint import __version__
-from cudalint.config import ConfigError
-from cudalint.kinds import FileKind
-from cudalint.lsp import actions, checker
-from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
+from cudalint.lsp import actions, checker, lifetime
+from cudalint.lsp.diagnostics import SOURCE, data_version
+from cudalint.lsp.linter import Linter
 from cudalint.lsp.positions import end_of, overlaps, split_lines
 
 logger = logging.getLogger(__name__)
 
 
-class Linter:
-    """The diagnostics and fixed text of each open document, cached per version."""
+class Server(LanguageServer):
+    """The language server and its linter; `clean_exit` after `shutdown`, as LSP asks."""
 
-    def __init__(self, server: LanguageServer) -> None:
-        self.server = server
-        self.projects = checker.Projects()
-        self._diagnostics: dict[str, tuple[int | None, list[types.Diagnostic]]] = {}
-        self._fixed: dict[str, tuple[int | None, str | None]] = {}
-
-    @property
-    def encoding(self) -> str:
-        encoding = self.server.workspace.position_encoding or types.PositionEncodingKind.Utf16
-        return str(getattr(encoding, "value", encoding))
-
-    def publish(self, uri: str) -> None:
-        document = self.server.workspace.get_text_document(uri)
-        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, diagnostics=self.diagnostics(document), version=document.version,
-        ))
-
-    def publish_all(self) -> None:
-        for document in list(self.server.workspace.text_documents.values()):
-            self.publish(document.uri)
-
-    def forget(self, uri: str) -> None:
-        self._diagnostics.pop(uri, None)
-        self._fixed.pop(uri, None)
-
-    def reset(self) -> None:
-        self.projects.clear()
-        self._diagnostics.clear()
-        self._fixed.clear()
-
-    def diagnostics(self, document: TextDocument) -> list[types.Diagnostic]:
-        cached = self._diagnostics.get(document.uri)
-        if cached is not None and document.version is not None and cached[0] == document.version:
-            return cached[1]
-        try:
-            found = self._check(document)
-        except Exception as error:  # a rule's bug must not take the server down
-            logger.exception("checking %s failed", document.uri)
-            found = [message_diagnostic(f"cudalint: internal error: {type(error).__name__}: "
-                                        f"{error}")]
-        self._diagnostics[document.uri] = (document.version, found)
-        return found
-
-    def fixed_text(self, document: TextDocument) -> str | None:
-        cached = self._fixed.get(document.uri)
-        if cached is not None and document.version is not None and cached[0] == document.version:
-            return cached[1]
-        fixed = None
-        where = self._where(document)
-        if where is not None and where[1] is FileKind.PYTHON:
-            try:
-                project = self.projects.for_path(where[0], self._roots())
-                fixed = checker.fix_text(where[0], document.source, project)
-            except ConfigError:
-                fixed = None
-            except Exception:  # a rule's bug costs fix-all, not the other actions
-                logger.exception("fixing %s failed", document.uri)
-                fixed = None
-        self._fixed[document.uri] = (document.version, fixed)
-        return fixed
-
-    def _check(self, document: TextDocument) -> list[types.Diagnostic]:
-        where = self._where(document)
-        if where is None:
-            return []
-        path, kind = where
-        try:
-            project = self.projects.for_path(path, self._roots())
-        except ConfigError as error:
-            return [message_diagnostic(f"cudalint: {error}")]
-        if checker.is_excluded(path, kind, project.config):
-            return []
-        text = document.source
-        lines = split_lines(text)
-        return [to_diagnostic(finding, text, lines, kind, self.encoding)
-                for finding in checker.check_text(path, kind, text, project)]
-
-    def _where(self, document: TextDocument) -> tuple[Path, FileKind] | None:
-        """The document's path and kind, or None for what cudalint does not check."""
-        fs_path = to_fs_path(document.uri)
-        if fs_path is None:  # an unsaved buffer: checked as a file of the workspace
-            fs_path = str(Path(self.server.workspace.root_path or ".", document.filename or ""))
-        path = Path(fs_path).absolute()
-        kind = checker.document_kind(path, document.language_id)
-        if kind is None or kind in checker.UNCHECKED:
-            return None
-        return path, kind
-
-    def _roots(self) -> list[Path]:
-        folders = [to_fs_path(f.uri) for f in self.server.workspace.folders.values()]
-        roots = [*folders, self.server.workspace.root_path]
-        return [Path(root).absolute() for root in roots if root]
+    def __init__(self, debounce: float) -> None:
+        super().__init__("cudalint", __version__)
+        self.linter = Linter(self, debounce)
+        self.clean_exit = False
 
 
-def create_server() -> LanguageServer:
-    server = LanguageServer("cudalint", __version__)
-    linter = Linter(server)
-    _document_sync(server, linter)
-    _code_actions(server, linter)
+def create_server(debounce: float) -> Server:
+    """The server; a changed document is re-checked once it has been still `debounce` s."""
+    server = Server(debounce)
+    _lifecycle(server)
+    _document_sync(server, server.linter)
+    _code_actions(server, server.linter)
     return server
+
+
+def _lifecycle(server: Server) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(params: types.InitializeParams) -> None:
+        if params.process_id is not None:
+            lifetime.watch(params.process_id, lifetime.leave)
+        server.linter.warm_up()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(params: None) -> None:
+        server.linter.stop()
+        server.clean_exit = True
 
 
 def _document_sync(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
         linter.forget(params.text_document.uri)
-        linter.publish(params.text_document.uri)
+        linter.changed(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
-        linter.publish(params.text_document.uri)
+        linter.changed(params.text_document.uri, linter.debounce)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
         if Path(to_fs_path(uri) or uri).name in checker.PROJECT_FILES:
             linter.reset()
-            linter.publish_all()
+            linter.changed_all()
             return
         linter.forget(uri)
-        linter.publish(uri)
+        linter.changed(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
@@ -171,38 +95,49 @@ def _document_sync(server: LanguageServer, linter: Linter) -> None:
         if any(Path(to_fs_path(c.uri) or c.uri).name in checker.PROJECT_FILES
                for c in params.changes):
             linter.reset()
-            linter.publish_all()
+            linter.changed_all()
 
 
 def _code_actions(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=list(actions.KINDS)))
-    def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
-        document = server.workspace.get_text_document(params.text_document.uri)
-        diagnostics = linter.diagnostics(document)
-        asked = {(d.code, _range_key(d.range)) for d in params.context.diagnostics
-                 if d.source == "cudalint"}
-        target = actions.Target(document.uri, document.version, _document_changes(server))
-        found = [
-            action
-            for d in diagnostics
-            if overlaps(d.range, params.range) or (d.code, _range_key(d.range)) in asked
-            for action in actions.quick_fixes(d, target)
-        ]
+    async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
+        """The actions of the document's current version, from that version's diagnostics and
+        fixes; none when the document changes while they are made (they would be wrong)."""
+        uri = params.text_document.uri
+        version = server.workspace.get_text_document(uri).version
+        diagnostics = await linter.diagnostics(server.workspace.get_text_document(uri))
+        document = server.workspace.get_text_document(uri)
+        if diagnostics is None or document.version != version:
+            return []
+        target = actions.Target(uri, version, _document_changes(server))
+        found = [action for d in _asked(params, diagnostics, version)
+                 for action in actions.quick_fixes(d, target)]
         only = params.context.only
         if actions.wanted(actions.FIX_ALL, only) and any(map(actions.has_safe_fix, diagnostics)):
-            found.extend(_fix_all(linter, document, target))
+            fixed = await linter.fixed_text(document)
+            if fixed is None or document.version != version:
+                return []
+            found.extend(_fix_all(fixed[0], document.source, linter.encoding, target))
         return [a for a in actions.deduplicated(found) if actions.wanted(a.kind or "", only)]
 
 
-def _fix_all(linter: Linter, document: TextDocument, target: actions.Target,
+def _asked(params: types.CodeActionParams, diagnostics: list[types.Diagnostic],
+           version: int | None) -> list[types.Diagnostic]:
+    """The diagnostics the request is about: under its range, or sent with it (those of
+    another version of the document excepted: their places may have moved)."""
+    sent = {(d.code, _range_key(d.range)) for d in params.context.diagnostics
+            if d.source == SOURCE and data_version(d) in (None, version)}
+    return [d for d in diagnostics
+            if overlaps(d.range, params.range) or (d.code, _range_key(d.range)) in sent]
+
+
+def _fix_all(fixed: str | None, text: str, encoding: str, target: actions.Target,
              ) -> list[types.CodeAction]:
-    fixed = linter.fixed_text(document)
     if fixed is None:
         return []
-    lines = split_lines(document.source)
-    whole = types.Range(start=types.Position(line=0, character=0),
-                        end=end_of(lines, linter.encoding))
+    lines = split_lines(text)
+    whole = types.Range(start=types.Position(line=0, character=0), end=end_of(lines, encoding))
     return [actions.fix_all(types.TextEdit(range=whole, new_text=fixed), target)]
 
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 EXIT_ERROR = 2
+DEBOUNCE_MS = 50
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,14 +25,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("cudalint lsp: error: pygls is not installed; pip install 'cudalint[lsp]'",
               file=sys.stderr)
         return EXIT_ERROR
+    from cudalint.lsp import lifetime
     from cudalint.lsp.handlers import create_server
 
-    server = create_server()
+    server = create_server(debounce=args.debounce_ms / 1000)
     if args.tcp:
         server.start_tcp(args.host, args.port)
     else:
-        server.start_io()
-    return 0
+        server.start_io()  # returns when stdin closes or the client sends `exit`
+    code = 0 if server.clean_exit else 1
+    server.linter.stop()
+    # A check under way would hold the interpreter's teardown until it ends: leave at once.
+    lifetime.leave(code)
+    return code
+
+
+def _milliseconds(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"not a number of milliseconds: {value!r}")
+    return number
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,4 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     channel.add_argument("--tcp", action="store_true", help="listen on --host:--port")
     parser.add_argument("--host", default="127.0.0.1", help="with --tcp (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=2087, help="with --tcp (default: 2087)")
+    parser.add_argument("--debounce-ms", type=_milliseconds, default=DEBOUNCE_MS,
+                        metavar="MS", help="re-check a changed document once it has been "
+                                           f"still this long (default: {DEBOUNCE_MS})")
     return parser

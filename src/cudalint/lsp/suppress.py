@@ -19,32 +19,41 @@ _NOQA_CODES = re.compile(r"#\s*noqa:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9
 _NO_COMMENTS = frozenset({FileKind.CUDA_SOURCE, FileKind.SHARED_LIBRARY, FileKind.NOTEBOOK})
 
 
-def noqa_edit(text: str, kind: FileKind, finding: Finding) -> Edit | None:
-    """The edit that silences `finding` with a noqa comment, or None where none can."""
-    if finding.code is None or kind in _NO_COMMENTS:
-        return None
-    lines = split_lines(text)
-    if kind is FileKind.DOCKERFILE:
-        return _dockerfile_edit(text, lines, finding.location.row, finding.code)
-    if kind is FileKind.PYTHON:
-        row, comment_column = _python_row(text, finding)
-    else:
-        row, comment_column = finding.location.row, 0
-    if row is None or row > len(lines):
-        return None
-    return _line_edit(lines[row - 1], row, comment_column, finding.code)
+class Noqa:
+    """The noqa edits of one text, which is split and tokenized once for all its findings."""
 
+    def __init__(self, text: str, kind: FileKind) -> None:
+        self.text, self.kind = text, kind
+        self.lines = split_lines(text)
+        self._tokens: tuple[set[int] | None, dict[int, int]] | None = None
 
-def _python_row(text: str, finding: Finding) -> tuple[int | None, int | None]:
-    """The first of the finding's rows that a comment can end (not inside a multi-line string,
-    not continued by a backslash), and where that row's comment starts (None: it has none)."""
-    ends, comments = _line_ends(text)
-    if ends is None:
-        return finding.location.row, 0
-    for row in (finding.location.row, finding.end_location.row):
-        if row in ends:
-            return row, comments.get(row)
-    return None, None
+    def edit(self, finding: Finding) -> Edit | None:
+        """The edit that silences `finding` with a noqa comment, or None where none can."""
+        if finding.code is None or self.kind in _NO_COMMENTS:
+            return None
+        if self.kind is FileKind.DOCKERFILE:
+            return _dockerfile_edit(self.text, self.lines, finding.location.row, finding.code)
+        if self.kind is FileKind.PYTHON:
+            row, comment_column = self._python_row(finding)
+        else:
+            row, comment_column = finding.location.row, 0
+        if row is None or row > len(self.lines):
+            return None
+        return _line_edit(self.lines[row - 1], row, comment_column, finding.code)
+
+    def _python_row(self, finding: Finding) -> tuple[int | None, int | None]:
+        """The first of the finding's rows that a comment can end (not inside a multi-line
+        string, not continued by a backslash), and where that row's comment starts (None: it
+        has none)."""
+        if self._tokens is None:
+            self._tokens = _line_ends(self.text)
+        ends, comments = self._tokens
+        if ends is None:
+            return finding.location.row, 0
+        for row in (finding.location.row, finding.end_location.row):
+            if row in ends:
+                return row, comments.get(row)
+        return None, None
 
 
 def _line_ends(text: str) -> tuple[set[int] | None, dict[int, int]]:

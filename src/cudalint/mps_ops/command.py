@@ -8,14 +8,17 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import NoReturn, TextIO
 
+from cudalint.commands import HelpFormatter
 from cudalint.mps_ops.coverage import (
     Coverage,
     InvalidTorchVersion,
     OpStatus,
     iter_missing,
     load_coverage,
+    parse_torch_version,
+    shipped_versions,
 )
 
 PROG = "cudalint mps-ops"
@@ -78,9 +81,14 @@ def _header(coverage: Coverage) -> str:
         return (f"torch is not installed: the newest shipped table, torch {coverage.version}, "
                 f"is shown")
     if not coverage.exact:
-        return (f"no table for torch {coverage.requested}: the nearest shipped one, "
+        which = "nearest" if not _older_than_all(coverage.requested) else "oldest"
+        return (f"no table for torch {coverage.requested}: the {which} shipped one, "
                 f"torch {coverage.version}, is shown")
     return f"torch {coverage.version}"
+
+
+def _older_than_all(requested: str) -> bool:
+    return parse_torch_version(requested) < parse_torch_version(shipped_versions()[0])
 
 
 _SHOWN_CALLS = 6  # the rest is in --json
@@ -120,15 +128,23 @@ def _write_rich(rows: Sequence[Row], title: str, out: TextIO) -> None:
     Console(file=out).print(table)
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """One line and exit 2, as every cudalint command."""
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
+        formatter_class=HelpFormatter,
         description="List the ATen ops without an MPS kernel in a torch version, the Python "
                     "calls that reach them, and whether PYTORCH_ENABLE_MPS_FALLBACK=1 rescues "
                     "them.",
     )
     parser.add_argument("--target-torch", metavar="VERSION",
-                        help="torch version to report on (default: the installed torch)")
+                        help="torch version to report on (default: the installed torch; "
+                             f"tables ship for {', '.join(shipped_versions())})")
     parser.add_argument("--all", action="store_true", help="list every op, with an MPS kernel too")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--op", metavar="NAME",
@@ -163,6 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _write(coverage: Coverage, rows: Sequence[Row], as_json: bool, out: TextIO) -> None:
     if as_json:
+        if not coverage.exact:  # the JSON says `exact: false`; a person reads stderr
+            print(f"{PROG}: {_header(coverage)}", file=sys.stderr)
         document = {
             "torch": coverage.version,
             "requested": coverage.requested,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from cudalint.engine.runner import FileReport
 from cudalint.finding import Finding, Severity
+from cudalint.output.common import message, sorted_findings
 from cudalint.output.paths import display_path
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -26,10 +27,9 @@ def annotation(finding: Finding) -> str:
         f"file={_property(path)},line={finding.location.row},col={finding.location.column},"
         f"endLine={finding.end_location.row},endColumn={finding.end_location.column}"
     )
-    text = f"{path}:{finding.location.row}:{finding.location.column}: {code} {finding.message}"
+    text = f"{path}:{finding.location.row}:{finding.location.column}: {code} {message(finding)}"
     return f"::{_LEVEL[finding.severity]} title=cudalint ({code}),{where}::{_escape(text)}"
 
 
 def render(reports: Sequence[FileReport]) -> str:
-    findings = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
-    return "".join(annotation(f) + "\n" for f in findings)
+    return "".join(annotation(f) + "\n" for f in sorted_findings(reports))

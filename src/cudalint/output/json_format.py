@@ -8,6 +8,7 @@ from typing import Any
 
 from cudalint.engine.runner import FileReport
 from cudalint.finding import Finding, Position
+from cudalint.output.common import sorted_findings
 from cudalint.output.paths import absolute
 from cudalint.rules import rule_by_code
 
@@ -49,5 +50,4 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
 
 
 def render(reports: Sequence[FileReport]) -> str:
-    findings = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
-    return json.dumps([finding_to_dict(f) for f in findings], indent=2) + "\n"
+    return json.dumps([finding_to_dict(f) for f in sorted_findings(reports)], indent=2) + "\n"

@@ -10,6 +10,7 @@ from typing import Any
 from cudalint import __version__
 from cudalint.engine.runner import FileReport
 from cudalint.finding import Finding, Severity
+from cudalint.output.common import message, sorted_findings
 from cudalint.rules import primary_rules
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -25,6 +26,7 @@ def _rules() -> list[dict[str, Any]]:
             "fullDescription": {"text": rule.doc()},
             "helpUri": rule.url(),
             "defaultConfiguration": {"level": _LEVEL[rule.severity]},
+            "properties": {"severities": [str(s) for s in rule.severities()]},
         }
         for rule in primary_rules()
     ]
@@ -40,7 +42,7 @@ def _result(finding: Finding) -> dict[str, Any]:
     return {
         "ruleId": finding.code or "syntax-error",
         "level": _LEVEL[finding.severity],
-        "message": {"text": finding.message},
+        "message": {"text": message(finding)},
         "locations": [
             {
                 "physicalLocation": {
@@ -54,7 +56,7 @@ def _result(finding: Finding) -> dict[str, Any]:
 
 
 def render(reports: Sequence[FileReport]) -> str:
-    findings = sorted((f for r in reports for f in r.findings), key=Finding.sort_key)
+    findings = sorted_findings(reports)
     document = {
         "$schema": SCHEMA,
         "version": "2.1.0",

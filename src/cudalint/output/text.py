@@ -14,6 +14,7 @@ from rich.text import Text
 
 from cudalint.engine.runner import FileReport
 from cudalint.finding import Applicability, Finding, Severity
+from cudalint.output.common import count_text, fixed, fixed_by_severity, found_before
 from cudalint.output.paths import display_path
 from cudalint.rules import rule_by_code
 
@@ -55,7 +56,9 @@ def excerpt(finding: Finding, lines: Sequence[str]) -> Text:
     text.append(f"{' ' * gutter} | ", style="blue")
     text.append(" " * start + "^" * width, style=_SEVERITY_STYLE[finding.severity])
     if finding.code:
-        text.append(f" {finding.code}", style=_SEVERITY_STYLE[finding.severity])
+        guarded = ", guarded" if finding.guarded else ""
+        text.append(f" {finding.code} ({finding.severity}{guarded})",
+                    style=_SEVERITY_STYLE[finding.severity])
     if finding.fix is not None:
         text.append(f"\n{' ' * gutter} = help: {finding.fix.message}", style="dim")
     return text
@@ -80,21 +83,22 @@ def render_diffs(reports: Sequence[FileReport], console: Console) -> None:
 def render_footer(
     reports: Sequence[FileReport], console: Console, *, fixing: bool, diff: bool, unsafe: bool
 ) -> None:
+    """`Found 37 findings: 3 errors, 20 warnings, 14 info (10 fixed, 27 remaining).`: the
+    counts before fixing are the ones a plain check gives."""
     findings = [f for r in reports for f in r.findings]
-    fixed = sum(r.fixed for r in reports)
+    before = Counter(f.severity for r in reports for f in found_before(r))
+    gone = fixed_by_severity(reports)
     if diff:
-        console.print(f"Would fix {fixed} {_plural(fixed)}." if fixed else "No fixes available.",
+        console.print(f"Would fix {count_text(gone)}." if gone else "No fixes available.",
                       highlight=False)
         return
-    if not findings and not fixed:
+    if not before and not findings:
         console.print("All checks passed!", style="green")
         return
-    count = len(findings)
+    summary = count_text(before)
     if fixing:
-        console.print(f"Found {count + fixed} {_plural(count + fixed)} "
-                      f"({fixed} fixed, {count} remaining).", highlight=False)
-    else:
-        console.print(f"Found {count} {_plural(count)}.", highlight=False)
+        summary += f" ({gone.total()} fixed, {len(findings)} remaining)"
+    console.print(f"Found {summary}.", highlight=False)
     safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
     hidden = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
     if safe and not fixing:
@@ -103,6 +107,31 @@ def render_footer(
     if hidden and not unsafe:
         console.print(f"({hidden} hidden {'fix' if hidden == 1 else 'fixes'} can be enabled "
                       "with the `--unsafe-fixes` option.)", highlight=False, markup=False)
+
+
+def render_fixed(reports: Sequence[FileReport], console: Console) -> None:
+    """--fix-only's one line: what was fixed, and nothing when nothing was."""
+    gone = fixed_by_severity(reports)
+    if gone:
+        console.print(f"Fixed {count_text(gone)}.", highlight=False)
+
+
+def render_fixes(reports: Sequence[FileReport], console: Console) -> None:
+    """--show-fixes: what --fix changed, per file and code, as ruff lists it."""
+    total = fixed_by_severity(reports)
+    if not total:
+        return
+    lines = [f"Fixed {count_text(total)}:"]
+    for report in reports:
+        codes: Counter[str] = Counter()
+        for (code, _), n in fixed(report).items():
+            codes[code] += n
+        if codes:
+            lines.append(f"- {display_path(report.path)}:")
+        for code, n in sorted(codes.items()):
+            rule = rule_by_code(code)
+            lines.append(f"    {n} \u00d7 {code} ({rule.name if rule else 'unreadable-file'})")
+    console.print("\n".join(lines), highlight=False, markup=False)
 
 
 def render_helpers(reports: Sequence[FileReport], console: Console, *, diff: bool) -> None:
@@ -138,6 +167,4 @@ def render_statistics(reports: Sequence[FileReport], console: Console) -> None:
         console.file.write(f"{count:>{width}}\t{code}\t{mark} {name}\n")
 
 
-def _plural(count: int) -> str:
-    return "error" if count == 1 else "errors"
 

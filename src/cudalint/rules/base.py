@@ -51,7 +51,10 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]  # kebab-case, as in ruff: "hardcoded-cuda-device"
     message: ClassVar[str]  # the default message
-    severity: ClassVar[Severity] = Severity.ERROR
+    severity: ClassVar[Severity] = Severity.ERROR  # the usual one; shown first in the docs
+    # The other severities an unguarded finding may have when it depends on the site (the call,
+    # the package, the variable); tests/rules/test_examples.py holds the examples to them.
+    site_severities: ClassVar[tuple[Severity, ...]] = ()
     # Substrings, one of which a file must contain for the rule to have anything to find.
     # Used to skip parsing files that no enabled rule could report on.
     keywords: ClassVar[tuple[str, ...]] = ("cuda",)
@@ -68,6 +71,12 @@ class Rule:
         find anything there (cudalint.engine.prefilter). Rules whose names depend on the
         project or the target torch override this."""
         return cls.keywords, frozenset()
+
+    @classmethod
+    def severities(cls) -> tuple[Severity, ...]:
+        """Every severity an unguarded finding of the rule can have, the usual one first."""
+        others = sorted(set(cls.site_severities) - {cls.severity}, reverse=True)
+        return (cls.severity, *others)
 
     @classmethod
     def fix_applicability(cls) -> Applicability | None:

@@ -14,12 +14,12 @@ SmokeResult = tuple[int, "dict[str, Any] | None", str, str]
 
 @pytest.fixture
 def smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., SmokeResult]:
-    """Run `cudalint smoke` in-process: (exit code, JSON report or None, stdout, stderr)."""
+    """Run `cudalint smoke --in-process`: (exit code, JSON report or None, stdout, stderr)."""
 
     def run(*argv: str) -> SmokeResult:
         report_path = tmp_path / "report.json"
         report_path.unlink(missing_ok=True)
-        code = main([*argv, "--json", str(report_path)])
+        code = main([*argv, "--in-process", "--json", str(report_path)])
         out, err = capsys.readouterr()
         report = json.loads(report_path.read_text()) if report_path.exists() else None
         return code, report, out, err

@@ -58,6 +58,7 @@ class PortableCudaCall(ApiUseRule):
     name = "cuda-call-with-portable-helper"
     message = "`torch.cuda` call with a portable equivalent"
     severity = Severity.ERROR
+    site_severities = (Severity.WARNING, Severity.INFO)
     keywords = ("cuda",)
     VALID = (
         "if torch.cuda.is_available():\n    pass\n",

@@ -54,6 +54,7 @@ class CudaOnlyApi(ApiUseRule):
     name = "cuda-only-api"
     message = "CUDA-only torch API"
     severity = Severity.ERROR
+    site_severities = (Severity.WARNING, Severity.INFO)
     keywords = ("cuda", "CUDA")
     VALID = (
         "ok = torch.cuda.is_available()\n",

@@ -86,6 +86,7 @@ class CudaOnlyLibraryUse(PythonRule):
 
     code = "CUD202"
     name = "cuda-only-library-use"
+    site_severities = (Severity.WARNING,)
     message = "CUDA-only use of a portable library"
     keywords = ("faiss", "ExecutionProvider", "jax")
     VALID = (

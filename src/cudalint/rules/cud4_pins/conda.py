@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from yaml.nodes import Node
 
-from cudalint.finding import Finding
+from cudalint.finding import Finding, Severity
 from cudalint.formats import scripts, yaml_lines
 from cudalint.formats.installers import conda_install
 from cudalint.formats.requirements import parse_line
@@ -76,6 +76,7 @@ class CondaCudaPin(FileRule):
 
     code = "CUD401"
     name = "conda-cuda-pin"
+    site_severities = (Severity.WARNING,)
     message = "conda pin that needs CUDA"
     file_kinds = frozenset({FileKind.CONDA, *scripts.SCRIPT_RULE_KINDS})
     VALID = (

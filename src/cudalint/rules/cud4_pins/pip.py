@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cudalint.engine.python import error_finding
-from cudalint.finding import Finding
+from cudalint.finding import Finding, Severity
 from cudalint.formats import FormatError, dockerfile, scripts
 from cudalint.formats.installers import pip_install
 from cudalint.formats.requirements import Line, read_lines
@@ -119,6 +119,7 @@ class PipCudaPin(FileRule):
 
     code = "CUD402"
     name = "pip-cuda-pin"
+    site_severities = (Severity.WARNING,)
     message = "pip pin that needs CUDA"
     file_kinds = frozenset({FileKind.REQUIREMENTS, FileKind.PYPROJECT, FileKind.SETUP_CFG,
                             *scripts.SCRIPT_RULE_KINDS})

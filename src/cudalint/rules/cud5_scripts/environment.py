@@ -107,6 +107,7 @@ class CudaEnvironmentVariable(FileRule):
     name = "cuda-environment-variable"
     message = "CUDA environment variable"
     severity = Severity.INFO
+    site_severities = (Severity.ERROR, Severity.WARNING)
     file_kinds = frozenset({*scripts.SCRIPT_RULE_KINDS, FileKind.COMPOSE})
     VALID = (
         Valid('echo "export CUDA_VISIBLE_DEVICES=0"\n# CUDA_HOME=/usr/local/cuda\n'

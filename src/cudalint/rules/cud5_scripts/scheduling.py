@@ -55,6 +55,7 @@ class GpuScheduling(FileRule):
     name = "gpu-scheduling"
     message = "GPU scheduling"
     severity = Severity.WARNING
+    site_severities = (Severity.ERROR,)
     file_kinds = scripts.SCRIPT_RULE_KINDS
     VALID = (
         Valid("#!/bin/bash\n#SBATCH --cpus-per-task=8\n#SBATCH --mem=32G\nmodule load python\n"

@@ -59,6 +59,7 @@ class OpWithoutMpsKernel(PythonRule):
 
     code = "CUD602"
     name = "op-without-mps-kernel"
+    site_severities = (Severity.WARNING,)
     message = "this call's ATen op has no MPS kernel"
     keywords = ("torch",)
     VALID = (

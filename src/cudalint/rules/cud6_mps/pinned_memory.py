@@ -65,6 +65,7 @@ class PinnedMemory(TracksAssignments):
     name = "pinned-memory"
     message = _LOADER_MESSAGE
     severity = Severity.INFO
+    site_severities = (Severity.WARNING,)
     keywords = ("pin_memory",)
     VALID = (
         "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n",

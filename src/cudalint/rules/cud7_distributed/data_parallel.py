@@ -75,6 +75,7 @@ class CudaDataParallel(TracksAssignments):
 
     code = "CUD702"
     name = "cuda-data-parallel"
+    site_severities = (Severity.WARNING,)
     message = _WRAPPER_MESSAGE
     keywords = ("DataParallel", "data_parallel")  # DistributedDataParallel contains the first
     VALID = (

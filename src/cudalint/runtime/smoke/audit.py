@@ -3,11 +3,13 @@ the devices of its tensors and the dtypes MPS cannot hold."""
 
 from __future__ import annotations
 
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
@@ -36,6 +38,7 @@ RANDOM_OPS = frozenset({
     "aten::log_normal_", "aten::geometric_",
 })
 MPS_UNSUPPORTED_DTYPES = frozenset({torch.float64, torch.complex128})
+_AUTOCAST_TYPES = frozenset({"cpu", "cuda", "mps", "xpu"})
 
 
 @dataclass
@@ -50,6 +53,9 @@ class OpLog:
     device_random: Counter[str] = field(default_factory=Counter)  # drew on the target device
     mixed: dict[str, set[str]] = field(default_factory=dict)  # op -> {"cpu+mps"}
     raised: list[str] = field(default_factory=list)
+    # Where in the user's code a CPU op or a mixed-device op first ran: "model.py:35: `...`".
+    frames: dict[str, str] = field(default_factory=dict)
+    autocast: set[str] = field(default_factory=set)  # "cpu bfloat16" while autocast was on
 
     def note(self, name: str, overload: str, inputs: list[torch.Tensor],
              outputs: list[torch.Tensor], target: str) -> None:
@@ -65,6 +71,7 @@ class OpLog:
         if target != "cpu" and devices == {"cpu"} and name not in HOST_SETUP_OPS and any(
                 tensor.dim() > 0 for tensor in inputs):
             self.cpu_ops[name] += 1
+            self._note_frame(name)
         if name in RANDOM_OPS and target != "cpu" and target in devices:
             self.device_random[name] += 1
         if name not in TRANSFER_OPS:
@@ -72,6 +79,11 @@ class OpLog:
             real = {t.device.type for t in inputs if not (t.device.type == "cpu" and t.dim() == 0)}
             if len(real) > 1:
                 self.mixed.setdefault(name, set()).add("+".join(sorted(real)))
+                self._note_frame(name)
+
+    def _note_frame(self, name: str) -> None:
+        if name not in self.frames:
+            self.frames[name] = user_frame() or "?"
 
     def _note_dtypes(self, name: str, inputs: list[torch.Tensor], outputs: list[torch.Tensor],
                      target: str) -> None:
@@ -82,6 +94,17 @@ class OpLog:
                  and (target == "cpu" or t.device.type == target)}
         for dtype in found:
             self.dtype_ops.setdefault(dtype, Counter())[name] += 1
+
+
+def user_frame() -> str | None:
+    """The innermost frame of the user's code on the current stack, as `file:line: `code``."""
+    from cudalint.runtime.smoke.crash import display_path, is_library
+
+    for frame in reversed(traceback.extract_stack()):
+        if not is_library(frame.filename):
+            code = f": `{frame.line}`" if frame.line else ""
+            return f"{display_path(frame.filename)}:{frame.lineno}{code}"
+    return None
 
 
 class OpAudit(TorchDispatchMode):
@@ -105,6 +128,24 @@ class OpAudit(TorchDispatchMode):
             raise
         self.log.note(name, str(func), inputs, _tensors(result), self.target)
         return result
+
+
+class AutocastWatch(TorchFunctionMode):
+    """Notes the autocast modes on while torch functions run: autocast is applied above the
+    dispatch level OpAudit sees, so it is watched at the torch-function level."""
+
+    def __init__(self, device: torch.device, seen: set[str]) -> None:
+        super().__init__()
+        self.types = sorted({"cpu", device.type} & _AUTOCAST_TYPES)
+        self.seen = seen
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (),
+                           kwargs: Any = None) -> Any:
+        for device_type in self.types:
+            if torch.is_autocast_enabled(device_type):
+                dtype = str(torch.get_autocast_dtype(device_type)).removeprefix("torch.")
+                self.seen.add(f"{device_type} {dtype}")
+        return func(*args, **(kwargs or {}))
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:

@@ -4,7 +4,9 @@ the target included), 2 when the harness could not run, with a one-line message.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -12,12 +14,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cudalint.runtime.smoke.errors import HarnessError
+from cudalint.runtime.smoke.isolation import DEFAULT_TIMEOUT, WORKER_FLAG
 
 if TYPE_CHECKING:
+    import torch
+
     from cudalint.runtime.smoke.crash import Crash
     from cudalint.runtime.smoke.environment import TorchImportWatch
+    from cudalint.runtime.smoke.isolation import ChildResult
     from cudalint.runtime.smoke.pipeline import SmokeOptions
     from cudalint.runtime.smoke.reference import Reference
+    from cudalint.runtime.smoke.report import SmokeReport
     from cudalint.runtime.smoke.target import Target, TargetSpec
 
 PROG = "cudalint smoke"
@@ -29,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Run a function of your project on MPS or CPU and compare it with CPU or "
                     "with outputs saved on the CUDA server.",
+        allow_abbrev=False,
     )
     parser.add_argument("target", metavar="TARGET",
                         help="path/to/file.py:function or package.module:function; the "
@@ -48,7 +56,37 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "stdout instead of the table)")
     parser.add_argument("--allow-fallback", action="store_true",
                         help="on MPS, report CPU fallbacks and mixed-device ops as warnings")
+    parser.add_argument("--batch-sizes", type=_sizes, default=(), metavar="1,8,32",
+                        help="also run at each batch size (the target takes batch_size): peak "
+                             "memory and time of each, up to the first out-of-memory")
+    parser.add_argument("--interrupt", type=_count, default=0, metavar="N",
+                        help="also run N steps, checkpoint, resume in a fresh process for N more "
+                             "and compare with 2N steps in one go (the target takes steps and "
+                             "resume)")
+    parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help="stop a target that runs longer (default %(default)g); a failed run")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the target in this process (for a debugger): no timeout, and "
+                             "a target that exits or crashes the interpreter ends the harness")
+    parser.add_argument(WORKER_FLAG, dest="worker_json", help=argparse.SUPPRESS)
     return parser
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of sizes like 1,8,32") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("sizes are whole numbers from 1 up, like 1,8,32")
+    return sizes
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
 
 
 def _count(text: str) -> int:
@@ -59,6 +97,7 @@ def _count(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse has printed usage and the error
@@ -66,15 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not _installed("torch"):
         print(TORCH_MISSING, file=sys.stderr)
         return 2
-    from cudalint.runtime.smoke.environment import TorchImportWatch
-
-    saved_path, saved_modules = list(sys.path), set(sys.modules)
-    watch = TorchImportWatch.start()
     try:
-        return _run(args, watch)
+        if args.worker_json or args.in_process:
+            return _in_process(args)
+        return _isolated(args, argv)
     except HarnessError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        return _harness_error(args, f"{PROG}: error: {exc}")
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
@@ -82,13 +118,107 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A fault of the harness itself, not of the target (whose exceptions are checks).
         if os.environ.get("CUDALINT_DEBUG"):
             raise
-        print(f"{PROG}: internal error: {type(exc).__name__}: {exc} (set CUDALINT_DEBUG=1 for "
-              "the traceback)", file=sys.stderr)
-        return 2
+        return _harness_error(args, f"{PROG}: internal error: {type(exc).__name__}: {exc} (set "
+                                    "CUDALINT_DEBUG=1 for the traceback)")
+
+
+def _harness_error(args: argparse.Namespace, line: str) -> int:
+    """Exit 2 with one line; a worker hands the line to its parent, which prints it."""
+    if args.worker_json:
+        Path(args.worker_json).write_text(json.dumps({"harness_error": line}), encoding="utf-8")
+    else:
+        print(line, file=sys.stderr)
+    return 2
+
+
+def _in_process(args: argparse.Namespace) -> int:
+    from cudalint.runtime.smoke.environment import TorchImportWatch
+
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
+    watch = TorchImportWatch.start()
+    try:
+        return _run(args, watch)
     finally:
         watch.stop()
         sys.path[:] = saved_path
         _forget_user_modules(saved_modules)
+
+
+def _isolated(args: argparse.Namespace, argv: list[str]) -> int:
+    """Check what can be checked without the target, then run it all in a child process."""
+    from cudalint.runtime.smoke.target import parse_target
+
+    spec = parse_target(args.target)
+    if spec.is_file and not Path(spec.location).is_file():
+        raise HarnessError(f"no such file: {spec.location}")
+    _check_reference(args, spec)
+    from cudalint.runtime.smoke.devices import resolve_device
+    from cudalint.runtime.smoke.isolation import run_child
+    from cudalint.runtime.smoke.render import render
+
+    device = resolve_device(args.device)
+    result = run_child(_child_argv(argv), args.timeout)
+    if result.output:
+        sys.stderr.write(result.output)
+    data = result.data or {}
+    if "harness_error" in data:
+        print(data["harness_error"], file=sys.stderr)
+        return 2
+    report = _report_from(result, args, device)
+    if args.json != "-":
+        render(report)
+    if args.json:
+        _write(report, args.json)
+    return 0 if report.verdict == "pass" else 1
+
+
+def _child_argv(argv: list[str]) -> list[str]:
+    """The parent's arguments, less the ones only the parent acts on."""
+    kept: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in ("--json", "--timeout"):
+            skip = True
+        elif not arg.startswith(("--json=", "--timeout=")):
+            kept.append(arg)
+    return kept
+
+
+def _report_from(result: ChildResult, args: argparse.Namespace,
+                 device: torch.device) -> SmokeReport:
+    from cudalint.runtime.smoke.isolation import death
+    from cudalint.runtime.smoke.report import Check, SmokeReport, Status
+
+    if result.data is not None:
+        return SmokeReport.from_dict(result.data)
+    error_type, message = death(result, args.timeout)
+    report = SmokeReport(target=args.target, device=str(device))
+    report.checks = [Check("run", Status.FAIL, f"{error_type}: {message}")]
+    report.checks += [Check(name, Status.SKIPPED, "the target did not finish")
+                      for name in ("compare", "determinism", "checkpoint")]
+    report.error = {"phase": "run", "error_type": error_type, "message": message,
+                    "location": None, "code": None, "innermost": None, "innermost_code": None,
+                    "output_tail": result.tail()}
+    return report
+
+
+def _write(report: SmokeReport, path: str) -> None:
+    from cudalint.runtime.smoke.render import write_json
+
+    try:
+        write_json(report, path)
+    except OSError as exc:
+        raise HarnessError(f"cannot write {path}: {exc}") from None
+
+
+def _check_reference(args: argparse.Namespace, spec: TargetSpec) -> None:
+    """A saved reference is checked before the target is imported (without torch)."""
+    from cudalint.runtime.smoke.reference import check_header
+
+    if args.reference not in (None, "cpu"):
+        check_header(Path(args.reference), spec.identity, spec.text)
 
 
 def _forget_user_modules(before: set[str]) -> None:
@@ -113,27 +243,31 @@ def _run(args: argparse.Namespace, watch: TorchImportWatch) -> int:
     from cudalint.runtime.smoke.target import TargetCrashed, load_target, parse_target
 
     spec = parse_target(args.target)
+    _check_reference(args, spec)
     # The target loads before the harness imports torch, so that a PYTORCH_ENABLE_MPS_FALLBACK
-    # its module sets before `import torch` works as it does in the user's program.
+    # its module sets before `import torch` works as it does in the user's program. What it
+    # prints goes to stderr: stdout is the report's.
     loaded: Target | Crash
-    try:
-        loaded = load_target(spec)
-    except TargetCrashed as exc:
-        loaded = exc.crash
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            loaded = load_target(spec)
+        except TargetCrashed as exc:
+            loaded = exc.crash
     try:
         from cudalint.runtime.smoke.pipeline import run_smoke
     except ImportError:
         raise HarnessError("torch is not installed; pip install 'cudalint[smoke]'") from None
-    from cudalint.runtime.smoke.render import render, write_json
+    from cudalint.runtime.smoke.render import render
 
-    report = run_smoke(loaded, _options(args, spec), args.target, watch)
+    with contextlib.redirect_stdout(sys.stderr):
+        report = run_smoke(loaded, _options(args, spec), args.target, watch)
+    if args.worker_json:
+        _write(report, args.worker_json)
+        return 0 if report.verdict == "pass" else 1
     if args.json != "-":
         render(report)
     if args.json:
-        try:
-            write_json(report, args.json)
-        except OSError as exc:
-            raise HarnessError(f"cannot write {args.json}: {exc}") from None
+        _write(report, args.json)
     return 0 if report.verdict == "pass" else 1
 
 
@@ -153,6 +287,8 @@ def _options(args: argparse.Namespace, spec: TargetSpec) -> SmokeOptions:
         tolerance=Tolerance(rtol=args.rtol, atol=args.atol),
         repeat=args.repeat,
         allow_fallback=args.allow_fallback,
+        batch_sizes=args.batch_sizes,
+        interrupt=args.interrupt,
     )
 
 

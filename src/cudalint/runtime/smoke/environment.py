@@ -167,6 +167,18 @@ def collect(device: torch.device, watch: TorchImportWatch) -> dict[str, Any]:
     }
 
 
+def precision(autocast: set[str]) -> dict[str, Any]:
+    """The precision mode the target ran in: the default dtype and float32 matmul precision
+    after its run, and the autocast modes that were on while its ops ran."""
+    import torch
+
+    return {
+        "default_dtype": str(torch.get_default_dtype()).removeprefix("torch."),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "autocast": sorted(autocast),
+    }
+
+
 def _device_name(device: torch.device) -> str:
     import torch
 

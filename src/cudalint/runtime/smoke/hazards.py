@@ -141,15 +141,21 @@ def _from_devices(log: OpLog, ctx: HazardContext) -> list[Hazard]:
         hazards.append(Hazard(
             HazardKind.MIXED_DEVICE, ctx.fallback_severity,
             f"took tensors on {', '.join(sorted(combos))} in one call (an implicit transfer, or "
-            "a tensor left behind by a forgotten .to(device))", op=name, count=log.counts[name]))
+            f"a tensor left behind by a forgotten .to(device)), first at {_at(log, name)}",
+            op=name, count=log.counts[name]))
     if log.cpu_ops:
         total = sum(log.cpu_ops.values())
-        listed = ", ".join(f"{op} ({n})" for op, n in log.cpu_ops.most_common(5))
+        listed = ", ".join(f"{op} ({n}, first at {_at(log, op)})"
+                           for op, n in log.cpu_ops.most_common(5))
         hazards.append(Hazard(
             HazardKind.CPU_OP, Severity.WARNING,
             f"{total} ops ran on the CPU while the target device is {ctx.target}: {listed}; "
             "fine for data preparation, otherwise a forgotten .to(device)", count=total))
     return hazards
+
+
+def _at(log: OpLog, op: str) -> str:
+    return log.frames.get(op, "?")
 
 
 def op_summary(log: OpLog, hazards: list[Hazard], ctx: HazardContext) -> OpSummary:

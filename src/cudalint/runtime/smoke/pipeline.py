@@ -10,14 +10,16 @@ from typing import Any
 
 import torch
 
-from cudalint.runtime.smoke import checks, environment
-from cudalint.runtime.smoke.audit import OpAudit, OpLog
+from cudalint.runtime.smoke import checks, environment, interrupt
+from cudalint.runtime.smoke.audit import AutocastWatch, OpAudit, OpLog
 from cudalint.runtime.smoke.compare import Tolerance
 from cudalint.runtime.smoke.crash import Crash
 from cudalint.runtime.smoke.errors import HarnessError
 from cudalint.runtime.smoke.hazards import HazardContext, build_hazards, op_summary
+from cudalint.runtime.smoke.interrupt import interrupted_check
 from cudalint.runtime.smoke.mps_messages import parse_mps_message
 from cudalint.runtime.smoke.outputs import Leaf, UnsupportedOutput, flatten, tensors
+from cudalint.runtime.smoke.ramp import batch_ramp
 from cudalint.runtime.smoke.reference import Reference, save_reference
 from cudalint.runtime.smoke.report import Check, Hazard, SmokeReport, Status
 from cudalint.runtime.smoke.target import Outcome, Target, describe_call, run_target
@@ -34,6 +36,8 @@ class SmokeOptions:
     tolerance: Tolerance
     repeat: int
     allow_fallback: bool
+    batch_sizes: tuple[int, ...] = ()
+    interrupt: int = 0  # steps before the deliberate interruption; 0: none
 
 
 def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
@@ -48,9 +52,11 @@ def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
         _fail_run(report, target, OpLog(), [], options)
         return report
     outcome, log, texts = _audited_run(target, device)
+    report.environment["precision"] = environment.precision(log.autocast)
     report.warnings = sorted(set(texts))[:_MAX_WARNINGS]
     if outcome.crash is not None:
         _fail_run(report, outcome.crash, log, texts, options)
+        _protocol(report, target, options, finished=False)
         return report
     try:
         leaves = flatten(outcome.output)
@@ -64,9 +70,27 @@ def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
         checks.determinism_check(target, device, leaves, options.repeat, options.tolerance),
         checks.checkpoint_check(outcome.output),
     ]
+    _protocol(report, target, options, finished=True)
     if options.save_reference is not None:
         _save(options.save_reference, target, leaves, report, log)
     return report
+
+
+def _protocol(report: SmokeReport, target: Target, options: SmokeOptions, *,
+              finished: bool) -> None:
+    """The validation protocol's extra runs, when asked for: the batch ramp (also after a
+    crash, which may be an out-of-memory at the default size), the interruption."""
+    if options.batch_sizes:
+        check, runs = batch_ramp(target, options.device, options.batch_sizes)
+        report.checks.append(check)
+        report.extra["batches"] = [run.to_dict() for run in runs]
+    if options.interrupt and not finished:
+        report.checks.append(Check(interrupt.NAME, Status.SKIPPED, "the target did not finish"))
+    elif options.interrupt:
+        check, facts = interrupted_check(target, options.device, options.interrupt,
+                                         options.tolerance)
+        report.checks.append(check)
+        report.extra["interrupted"] = facts
 
 
 def _save(path: Path, target: Target, leaves: list[Leaf], report: SmokeReport,
@@ -83,7 +107,7 @@ def _save(path: Path, target: Target, leaves: list[Leaf], report: SmokeReport,
 def _audited_run(target: Target, device: torch.device) -> tuple[Outcome, OpLog, list[str]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with OpAudit(device) as audit:
+        with OpAudit(device) as audit, AutocastWatch(device, audit.log.autocast):
             outcome = run_target(target, device)
     return outcome, audit.log, [str(warning.message) for warning in caught]
 

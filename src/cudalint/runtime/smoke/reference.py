@@ -88,6 +88,45 @@ def _storable(tensor: torch.Tensor) -> tuple[torch.Tensor, bool]:
     return tensor.contiguous().clone(), False
 
 
+def check_header(path: Path, identity: str, shown: str) -> None:
+    """Validate a reference before the target is imported, without torch: the file exists, is
+    safetensors with our metadata in a format this cudalint reads, and was saved for the target
+    `identity` (TargetSpec.identity; `shown` is how the user wrote it). HarnessError if not."""
+    if not path.is_file():
+        raise HarnessError(f"no such reference file: {path}")
+    try:
+        with path.open("rb") as handle:
+            size = int.from_bytes(handle.read(8), "little")
+            if not 0 < size <= _HEADER_LIMIT:
+                raise ValueError("not a safetensors file")
+            header = json.loads(handle.read(size))
+        metadata = header.get("__metadata__") or {}
+    except (OSError, ValueError, AttributeError) as exc:
+        raise HarnessError(f"cannot read reference {path}: {exc}") from None
+    if _METADATA_KEY not in metadata:
+        raise HarnessError(f"{path} is not a cudalint smoke reference (no {_METADATA_KEY!r} "
+                           "metadata); save one with --save-reference")
+    try:
+        document = json.loads(metadata[_METADATA_KEY])
+    except ValueError as exc:
+        raise HarnessError(f"cannot read reference {path}: {exc}") from None
+    _check_document(document, path)
+    if document.get("target") != identity:
+        raise HarnessError(f"{path} holds outputs of "
+                           f"{document.get('target_text') or document.get('target')!r}, "
+                           f"not of {shown!r}")
+
+
+def _check_document(document: dict[str, Any], path: Path) -> None:
+    if document.get("format") != FORMAT:
+        raise HarnessError(f"{path} is a reference of format {document.get('format')!r}; "
+                           f"this cudalint reads {FORMAT!r}")
+
+
+# safetensors caps its JSON header at 100 MB.
+_HEADER_LIMIT = 100_000_000
+
+
 def load_reference(path: Path) -> Reference:
     """Read a reference file; HarnessError if it is missing, unreadable or not ours."""
     if not path.is_file():
@@ -109,9 +148,7 @@ def _read(path: Path) -> Reference:
             raise HarnessError(f"{path} is not a cudalint smoke reference (no {_METADATA_KEY!r} "
                                "metadata); save one with --save-reference")
         document = json.loads(metadata[_METADATA_KEY])
-        if document.get("format") != FORMAT:
-            raise HarnessError(f"{path} is a reference of format {document.get('format')!r}; "
-                               f"this cudalint reads {FORMAT!r}")
+        _check_document(document, path)
         leaves = [_leaf(entry, handle) for entry in document["leaves"]]
     return Reference(
         target=document["target"], target_text=document.get("target_text", ""),

@@ -29,10 +29,21 @@ def plain(report: SmokeReport) -> str:
         lines.append("hazards:")
         lines += [f"  {hazard.severity.value.upper():<8} {_hazard_line(hazard)}"
                   for hazard in report.hazards]
+    if precision := _precision(report):
+        lines.append(precision)
     if report.saved_reference:
         lines.append(f"reference saved to {report.saved_reference}")
     lines.append(f"verdict: {report.verdict}")
     return "\n".join(lines) + "\n"
+
+
+def _precision(report: SmokeReport) -> str:
+    precision = report.environment.get("precision")
+    if not precision:
+        return ""
+    autocast = ", ".join(precision["autocast"]) or "off"
+    return (f"precision: default dtype {precision['default_dtype']}, float32 matmul "
+            f"{precision['float32_matmul_precision']}, autocast {autocast}")
 
 
 def _hazard_line(hazard: Hazard) -> str:
@@ -63,6 +74,8 @@ def _render_rich(report: SmokeReport, stream: TextIO) -> None:
             hazards.add_row(f"[{style}]{hazard.severity.value}[/]", escape(hazard.subject), kind,
                             escape(hazard.detail))
         console.print(hazards)
+    if precision := _precision(report):
+        console.print(escape(precision))
     if report.saved_reference:
         console.print(escape(f"reference saved to {report.saved_reference}"))
     style = "bold green" if report.verdict == "pass" else "bold red"

@@ -6,6 +6,9 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# Sections only some runs have: the batch-size ramp, the interrupted run, the target's output.
+EXTRA_SECTIONS = ("batches", "interrupted", "output")
+
 
 class Status(str, enum.Enum):
     PASS = "pass"
@@ -76,6 +79,7 @@ class SmokeReport:
     warnings: list[str] = field(default_factory=list)
     error: dict[str, Any] | None = None
     saved_reference: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # EXTRA_SECTIONS that ran
 
     @property
     def verdict(self) -> str:
@@ -99,7 +103,33 @@ class SmokeReport:
             "warnings": self.warnings,
             "error": self.error,
             "saved_reference": self.saved_reference,
+            **self.extra,
         }
+
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SmokeReport:
+        """The report a child process wrote with `to_dict`."""
+        ops = data.get("ops") or {}
+        return cls(
+            target=data["target"],
+            device=data["device"],
+            environment=data.get("environment") or {},
+            checks=[Check(c["name"], Status(c["status"]), c["detail"]) for c in data["checks"]],
+            hazards=[_hazard(h) for h in data.get("hazards", [])],
+            ops=OpSummary(ops.get("counts", {}), ops.get("devices", {}),
+                          ops.get("fallbacks", []), ops.get("without_mps_kernel", [])),
+            warnings=data.get("warnings", []),
+            error=data.get("error"),
+            saved_reference=data.get("saved_reference"),
+            extra={key: data[key] for key in EXTRA_SECTIONS if key in data},
+        )
+
+
+def _hazard(data: dict[str, Any]) -> Hazard:
+    return Hazard(HazardKind(data["kind"]), Severity(data["severity"]), data["detail"],
+                  op=data.get("op"), dtype=data.get("dtype"), predicted=data["predicted"],
+                  count=data["count"])
 
 
 def _hazard_dict(hazard: Hazard) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def _load_file(path: Path) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         del sys.modules[name]
         raise TargetCrashed(crash_from(exc, resolved, phase="import")) from None
     return module
@@ -126,7 +126,7 @@ def _import_module(spec: TargetSpec) -> ModuleType:
         if exc.name and (spec.location + ".").startswith(exc.name + "."):
             raise HarnessError(f"no module named {exc.name!r} (TARGET {spec.text!r})") from None
         raise TargetCrashed(crash_from(exc, None, phase="import")) from None
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         raise TargetCrashed(crash_from(exc, None, phase="import")) from None
 
 
@@ -159,11 +159,22 @@ def _check_signature(function: Callable[..., Any], spec: TargetSpec) -> None:
         ) from None
 
 
-def _call_arguments(target: Target, device: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def _call_arguments(
+    target: Target, device: Any, overrides: dict[str, Any] | None = None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     try:
-        return _arguments(inspect.signature(target.function), device)
+        args, kwargs = _arguments(inspect.signature(target.function), device)
     except (TypeError, ValueError):
-        return (device,), {}
+        args, kwargs = (device,), {}
+    return args, {**kwargs, **(overrides or {})}
+
+
+def parameters(target: Target) -> frozenset[str]:
+    """The names of the target's parameters (empty when they can't be read)."""
+    try:
+        return frozenset(inspect.signature(target.function).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
 
 
 def describe_call(target: Target, device: torch.device) -> str:
@@ -172,15 +183,17 @@ def describe_call(target: Target, device: torch.device) -> str:
     return f"{target.spec.function}({', '.join(shown)})"
 
 
-def run_target(target: Target, device: torch.device) -> Outcome:
-    """Seed, then call the target with `device`; an exception becomes `Outcome.crash`."""
-    args, kwargs = _call_arguments(target, device)
+def run_target(target: Target, device: torch.device,
+               overrides: dict[str, Any] | None = None) -> Outcome:
+    """Seed, then call the target with `device` (and `overrides`, e.g. `batch_size=8`); an
+    exception becomes `Outcome.crash`."""
+    args, kwargs = _call_arguments(target, device, overrides)
     started = time.perf_counter()
     with device_override(device):
         seed_everything()
         try:
             output = target.function(*args, **kwargs)
-        except (Exception, SystemExit) as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
             crash = crash_from(exc, target.source, phase="run")
             return Outcome(None, crash, time.perf_counter() - started)
     return Outcome(output, None, time.perf_counter() - started)

@@ -1,0 +1,156 @@
+"""Time `cudalint lsp` as an editor drives it over stdio, on a realistic training script.
+
+    python benchmarks/bench_lsp.py [--lines 2000] [--edits 50] [--debounce-ms 50]
+
+It opens the script (benchmarks/training_file.py), types a comment one keystroke at a time and
+now and then adds a line with a `.cuda()` call (every state is valid Python), and times each edit
+from its `didChange` to the `publishDiagnostics` of that version; then it sends a burst of
+edits, closes the server's stdin and times how long the server takes to go. Each figure is
+printed beside the issue's limit and as a ratio to a bare LibCST parse of the same file, timed
+in the same run (which machine speed cancels out of).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.training_file import training_file  # noqa: E402
+from tests.lsp.client import Client  # noqa: E402
+
+COMMENT = "# move the batch to the GPU before the forward pass, as x.cuda() did in the paper "
+CODE_LINE = "extra_{k} = torch.zeros(8).cuda()\n"
+WAIT = 900.0  # a bound for a hung server, far above any figure worth reporting
+
+
+class Editor:
+    """One open document, edited as a person types: incremental changes, one per keystroke."""
+
+    def __init__(self, client: Client, path: Path, text: str) -> None:
+        self.client, self.uri, self.version = client, path.as_uri(), 1
+        lines = text.split("\n")
+        middle = len(lines) // 2
+        # The comment goes in the middle; code lines go at a top-level blank line below it.
+        self.comment_line = middle
+        self.code_line = next(i for i in range(middle + 2, len(lines) - 1)
+                              if lines[i] == "" and lines[i + 1].startswith(("def ", "class ")))
+        self.column = 0
+        self.added = 0
+        client.notify("textDocument/didOpen", {"textDocument": {
+            "uri": self.uri, "languageId": "python", "version": 1, "text": text}})
+
+    def keystroke(self, index: int) -> None:
+        if index == 0:
+            self._insert(self.comment_line, 0, "#\n")
+            self.column = 1
+        elif index % 10 == 9:
+            self._insert(self.code_line, 0, CODE_LINE.format(k=self.added))
+            self.added += 1
+        else:
+            char = COMMENT[1 + (self.column - 1) % (len(COMMENT) - 1)]
+            self._insert(self.comment_line, self.column, char)
+            self.column += 1
+
+    def _insert(self, line: int, column: int, text: str) -> None:
+        self.version += 1
+        where = {"line": line, "character": column}
+        self.client.notify("textDocument/didChange", {
+            "textDocument": {"uri": self.uri, "version": self.version},
+            "contentChanges": [{"range": {"start": where, "end": where}, "text": text}]})
+
+    def diagnostics(self) -> list[dict[str, Any]]:
+        return self.client.diagnostics(self.uri, self.version, timeout=WAIT)
+
+
+def parse_time(text: str, repeat: int = 3) -> float:
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        cst.parse_module(text)
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
+
+
+def percentile(values: list[float], percent: int) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(percent / 100 * (len(ordered) - 1)))]
+
+
+def run(folder: Path, text: str, edits: int, debounce_ms: int) -> dict[str, float]:
+    path = folder / "train.py"
+    path.write_text(text, encoding="utf-8")
+    with (folder / "server.log").open("wb") as log:
+        client = Client(folder, log, ["--debounce-ms", str(debounce_ms)])
+        try:
+            client.initialize(folder)
+            start = time.perf_counter()
+            editor = Editor(client, path, text)
+            editor.diagnostics()
+            figures = {"first": time.perf_counter() - start}
+            latencies = []
+            for index in range(edits):
+                start = time.perf_counter()
+                editor.keystroke(index)
+                editor.diagnostics()
+                latencies.append(time.perf_counter() - start)
+            figures["p50"] = percentile(latencies, 50)
+            figures["p95"] = percentile(latencies, 95)
+            figures["exit"] = _exit_time(client, editor)
+            return figures
+        finally:
+            client.kill()
+
+
+def _exit_time(client: Client, editor: Editor) -> float:
+    """Seconds from closing stdin, just after a burst of edits, to the process's end."""
+    for index in range(5):
+        editor.keystroke(index + 1)
+    start = time.perf_counter()
+    client.close_input()
+    try:
+        client.process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        return float("inf")
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=2000)
+    parser.add_argument("--edits", type=int, default=50)
+    parser.add_argument("--debounce-ms", type=int, default=50)
+    args = parser.parse_args()
+    text = training_file(args.lines)
+    reference = parse_time(text)
+    with tempfile.TemporaryDirectory(prefix="bench_lsp_") as folder:
+        figures = run(Path(folder), text, args.edits, args.debounce_ms)
+    print(f"file: {text.count(chr(10))} lines; {args.edits} edits; debounce {args.debounce_ms} ms")
+    print(f"reference: LibCST parse of the file {reference * 1000:.0f} ms (median of 3)\n")
+    rows = [
+        ("first diagnostics after didOpen", figures["first"], 1.0),
+        ("diagnostics per edit, p50", figures["p50"], None),
+        ("diagnostics per edit, p95", figures["p95"], 0.150),
+        ("exit after stdin closes", figures["exit"], 2.0),
+    ]
+    print(f"{'figure':<34} {'ms':>9} {'limit ms':>9} {'met':>4} {'/ parse':>8}")
+    for name, seconds, limit in rows:
+        met = "" if limit is None else ("yes" if seconds <= limit else "NO")
+        shown_limit = "" if limit is None else f"{limit * 1000:.0f}"
+        print(f"{name:<34} {seconds * 1000:>9.0f} {shown_limit:>9} {met:>4} "
+              f"{seconds / reference:>7.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""`check --show-files` and `check --show-settings`: what a run would read, and with what."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+
+from cudalint.config import Config
+from cudalint.discovery import discover
+from cudalint.engine.runner import RunOptions, rules_for, selected_rules
+from cudalint.kinds import classify
+from cudalint.output.paths import display_path
+
+
+def files(paths: Sequence[Path], config: Config, options: RunOptions) -> int:
+    """Each file a run would check, with its kind, one a line."""
+    for path, kind in discover(paths, config, force_exclude=options.force_exclude):
+        print(f"{display_path(path)}\t{kind.value}")
+    return 0
+
+
+def settings(path: Path, config: Config, options: RunOptions) -> int:
+    """The settings a check of `path` uses: the configuration's, the command line's
+    selection, and the rules that run on it."""
+    kind = classify(path)
+    enabled = rules_for(path, selected_rules(config, options), config)
+    lines = [
+        f"Resolved settings for: {display_path(path)}",
+        f"Settings path: {config.source or 'none (defaults)'}",
+        f"Project root: {config.root}",
+        f"kind = {json.dumps(kind.value if kind else None)}",
+    ]
+    for field in fields(config):
+        if field.name not in ("root", "source"):
+            value = getattr(config, field.name)
+            lines.append(f"{field.name.replace('_', '-')} = {json.dumps(value)}")
+    for name in ("select", "ignore", "extend_select"):
+        value = getattr(options, name)
+        if value:
+            lines.append(f"command-line {name.replace('_', '-')} = {json.dumps(value)}")
+    codes = sorted({rule.code for rule in enabled})
+    lines.append(f"enabled rules = {json.dumps(codes)}")
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,75 @@
+"""`cudalint check - --stdin-filename path/to/file.py`: an editor's buffer from standard input.
+
+As ruff: the name gives the file kind, the configuration and the per-file-ignores; with
+`--fix` the fixed text goes to stdout (the input itself when nothing changes or the name is
+excluded) and the findings to stderr; without a name the buffer is Python. Nothing is written
+to disk: fixes import the project's standalone helper only where it already exists, as in the
+editor, else the configured helper module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from cudalint.config import Config
+from cudalint.discovery import is_excluded
+from cudalint.engine import project
+from cudalint.engine.runner import FileReport, RunOptions, check_file, rules_for, selected_rules
+from cudalint.kinds import FileKind, classify
+
+STDIN = Path("-")
+
+
+def wanted(args: argparse.Namespace) -> bool:
+    return args.stdin_filename is not None or [str(p) for p in args.paths] == ["-"]
+
+
+def check(name: Path | None, config: Config, options: RunOptions) -> FileReport:
+    data = sys.stdin.buffer.read()
+    path = name or STDIN
+    kind = file_kind(name, data)
+    if kind is None or (options.force_exclude and name is not None
+                        and is_excluded(name, kind, config)):
+        return _unchecked(path, data, options)
+    enabled = rules_for(path, selected_rules(config, options), config)
+    settings = project.settings_for(config)
+    if name is not None:  # as in the editor: the project's own helper only where it exists
+        settings = project.file_settings(settings, config, path, kind, existing_only=True)
+    report = check_file(path, kind, enabled, settings, options, data=data)
+    if options.fix and report.fixed_data is None:  # nothing to fix, or it could not be
+        report.fixed_data = data
+    return report
+
+
+def file_kind(name: Path | None, data: bytes) -> FileKind | None:
+    """The kind the name says; a name no pattern knows is Python when it ends in `.py`/`.pyw`
+    or has no suffix (a script: a shell script by its shebang); None for other names."""
+    if name is None:
+        return FileKind.PYTHON
+    kind = classify(name)
+    if kind is not None or name.suffix not in ("", ".pyw"):
+        return kind
+    first = data.split(b"\n", 1)[0]
+    if first.startswith(b"#!") and b"python" not in first and b"sh" in first:
+        return FileKind.SHELL
+    return FileKind.PYTHON
+
+
+def _unchecked(path: Path, data: bytes, options: RunOptions) -> FileReport:
+    report = FileReport(path, [], found=[])
+    if options.fix:
+        report.fixed_data = data
+    return report
+
+
+def write_result(report: FileReport, options: RunOptions) -> None:
+    """With --fix, the fixed text (or the input unchanged) on stdout; with --diff, the diff."""
+    if options.diff:
+        sys.stdout.write(report.diff)
+        sys.stdout.flush()
+    elif options.fix and report.fixed_data is not None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(report.fixed_data)
+        sys.stdout.buffer.flush()

@@ -1,0 +1,214 @@
+"""The checks of open documents. Each check reads a snapshot of one version of a document, taken
+on the event loop, and runs on the scheduler's worker thread; its result comes back to the loop,
+which caches it for that version and publishes it only if the document is still at that version.
+An edit made meanwhile supersedes the check: its result is never published."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from cudalint.config import ConfigError
+from cudalint.kinds import FileKind
+from cudalint.lsp import checker
+from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
+from cudalint.lsp.results import Results
+from cudalint.lsp.scheduler import Scheduler
+from cudalint.lsp.suppress import Noqa
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Diagnostics = list[types.Diagnostic]
+CHECK, FIX = "check", "fix"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a check reads of one version of a document (the worker never reads the workspace,
+    which the loop changes)."""
+
+    uri: str
+    version: int | None
+    text: str
+    path: Path
+    kind: FileKind | None  # None: a document cudalint does not check
+    roots: tuple[Path, ...]
+    encoding: str
+    generation: int  # which configuration it was taken under
+
+
+class Linter:
+    def __init__(self, server: LanguageServer, debounce: float) -> None:
+        self.server = server
+        self.debounce = debounce
+        self.projects = checker.Projects()
+        self.scheduler = Scheduler()
+        self._diagnostics: Results[Diagnostics] = Results()
+        self._fixed: Results[str | None] = Results()
+        self._asked: dict[tuple[str, str], tuple[int | None, int]] = {}
+        self._generation = 0
+
+    # --- on the event loop --------------------------------------------------------------
+    def changed(self, uri: str, delay: float = 0.0) -> None:
+        """Publish the diagnostics of the document's current version, checked after `delay`
+        (the debounce) unless that version's are known."""
+        document = self.server.workspace.get_text_document(uri)
+        self._diagnostics.supersede(uri, document.version)
+        self._fixed.supersede(uri, document.version)
+        known = self._diagnostics.get(uri, document.version)
+        if known is not None:
+            self._publish(uri, document.version, known[0])
+            return
+        self._ask(CHECK, self._snapshot(document), delay)
+
+    def changed_all(self) -> None:
+        for uri in list(self.server.workspace.text_documents):
+            self.changed(uri)
+
+    async def diagnostics(self, document: TextDocument) -> Diagnostics | None:
+        """The diagnostics of the document's current version; None when a newer version came
+        while they were being made."""
+        found = await self._result(CHECK, self._diagnostics, document)
+        return None if found is None else found[0]
+
+    async def fixed_text(self, document: TextDocument) -> tuple[str | None] | None:
+        """`(text,)`: the current version with every safe fix applied (text None: nothing to
+        fix); None when a newer version came meanwhile."""
+        return await self._result(FIX, self._fixed, document)
+
+    def forget(self, uri: str) -> None:
+        self._diagnostics.forget(uri)
+        self._fixed.forget(uri)
+
+    def reset(self) -> None:
+        """The configuration changed: forget it and every result made under it."""
+        self._generation += 1
+        self.projects.clear()
+        self._diagnostics.clear()
+        self._fixed.clear()
+        self._asked.clear()
+
+    def stop(self) -> None:
+        self.scheduler.stop()
+
+    def warm_up(self) -> None:
+        """Load the rules and the workspace's configuration now, while the editor waits for
+        `initialize`, rather than in the first document's check."""
+        roots = self._roots()
+        if not roots:
+            return
+        with contextlib.suppress(ConfigError):  # each document's check reports it
+            self.projects.for_path(roots[0] / "__init__.py", roots)
+
+    @property
+    def encoding(self) -> str:
+        encoding = self.server.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        return str(getattr(encoding, "value", encoding))
+
+    async def _result(self, what: str, results: Results[T], document: TextDocument,
+                      ) -> tuple[T] | None:
+        known = results.get(document.uri, document.version)
+        if known is not None:
+            return known
+        waiting = results.wait(document.uri, document.version)
+        key = (what, document.uri)
+        if self._asked.get(key) != (document.version, self._generation):
+            self._ask(what, self._snapshot(document), 0.0)
+        else:  # asked for already: skip the debounce; when it runs, its result is near
+            self.scheduler.hurry(key)
+        return await waiting
+
+    def _ask(self, what: str, snapshot: Snapshot, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        work: Callable[[Snapshot], object] = self._diagnose if what == CHECK else self._fix
+
+        def task() -> None:
+            result = work(snapshot)
+            loop.call_soon_threadsafe(self._deliver, what, snapshot, result)
+
+        self._asked[what, snapshot.uri] = (snapshot.version, snapshot.generation)
+        self.scheduler.submit((what, snapshot.uri), task, delay)
+
+    def _deliver(self, what: str, snapshot: Snapshot, result: object) -> None:
+        uri, version = snapshot.uri, snapshot.version
+        if snapshot.generation != self._generation:
+            return  # made under a configuration since replaced, which re-checks
+        if self._asked.get((what, uri)) == (version, snapshot.generation):
+            del self._asked[what, uri]
+        if uri not in self.server.workspace.text_documents:
+            return  # closed meanwhile
+        if what == FIX:
+            self._fixed.put(uri, version, result if isinstance(result, str) else None)
+            return
+        diagnostics: Diagnostics = result if isinstance(result, list) else []
+        self._diagnostics.put(uri, version, diagnostics)
+        if self.server.workspace.get_text_document(uri).version == version:
+            self._publish(uri, version, diagnostics)
+
+    def _publish(self, uri: str, version: int | None, diagnostics: Diagnostics) -> None:
+        self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=diagnostics, version=version))
+
+    def _snapshot(self, document: TextDocument) -> Snapshot:
+        fs_path = to_fs_path(document.uri)
+        if fs_path is None:  # an unsaved buffer: checked as a file of the workspace
+            fs_path = str(Path(self.server.workspace.root_path or ".", document.filename or ""))
+        path = Path(fs_path).absolute()
+        kind = checker.document_kind(path, document.language_id)
+        return Snapshot(
+            uri=document.uri, version=document.version, text=document.source, path=path,
+            kind=None if kind in checker.UNCHECKED else kind, roots=self._roots(),
+            encoding=self.encoding, generation=self._generation,
+        )
+
+    def _roots(self) -> tuple[Path, ...]:
+        folders = [to_fs_path(f.uri) for f in self.server.workspace.folders.values()]
+        roots = [*folders, self.server.workspace.root_path]
+        return tuple(Path(root).absolute() for root in roots if root)
+
+    # --- on the worker thread -----------------------------------------------------------
+    def _diagnose(self, snapshot: Snapshot) -> Diagnostics:
+        try:
+            return self._diagnostics_of(snapshot)
+        except Exception as error:  # a rule's bug must not take the server down
+            logger.exception("checking %s failed", snapshot.uri)
+            return [message_diagnostic(f"cudalint: internal error: {type(error).__name__}: "
+                                       f"{error}")]
+
+    def _diagnostics_of(self, snapshot: Snapshot) -> Diagnostics:
+        path, kind = snapshot.path, snapshot.kind
+        if kind is None:
+            return []
+        try:
+            project = self.projects.for_path(path, snapshot.roots)
+        except ConfigError as error:
+            return [message_diagnostic(f"cudalint: {error}")]
+        if project.excludes(path, kind):
+            return []
+        findings = checker.check_text(path, kind, snapshot.text, project)
+        noqa = Noqa(snapshot.text, kind)
+        return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version)
+                for finding in findings]
+
+    def _fix(self, snapshot: Snapshot) -> str | None:
+        if snapshot.kind is not FileKind.PYTHON:
+            return None
+        try:
+            project = self.projects.for_path(snapshot.path, snapshot.roots)
+            return checker.fix_text(snapshot.path, snapshot.text, project)
+        except ConfigError:
+            return None
+        except Exception:  # a rule's bug costs fix-all, not the other actions
+            logger.exception("fixing %s failed", snapshot.uri)
+            return None

@@ -1,0 +1,207 @@
+"""ruff's switches and honest messages, through `cudalint.cli.main`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cudalint.cli import main
+
+TRAIN = (
+    "import torch\n"
+    "\n"
+    "model = Net().cuda()\n"
+    'print("call .cuda() before training")\n'
+    "state = torch.load(path)\n"
+    "torch.cuda.manual_seed(0)\n"
+)
+
+
+def _write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# -- --fix-only and --show-fixes --------------------------------------------------------------
+def test_fix_only_fixes_prints_no_findings_and_exits_zero(chdir_tmp, capsys):
+    path = _write(chdir_tmp, "train.py", TRAIN)
+    code, out, _ = _run(capsys, "check", "--fix-only", ".")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "Fixed 2 findings: 1 error, 1 warning."
+    assert lines[1].startswith("Wrote the device helper _device.py") and len(lines) == 2
+    fixed = path.read_text()
+    assert "Net().to(pick_device())" in fixed and "manual_seed(0)\n" in fixed
+    assert "torch.load(path)" in fixed  # CUD111's fix is unsafe
+    code, out, _ = _run(capsys, "check", "--fix-only", ".")
+    assert (code, out) == (0, "")  # nothing left to fix: nothing to say
+    assert _run(capsys, "check", ".")[0] == 1  # CUD111 is still there
+
+
+def test_show_fixes_lists_what_fix_changed(chdir_tmp, capsys):
+    _write(chdir_tmp, "a.py", TRAIN)
+    _write(chdir_tmp, "b.py", "x = y.cuda()\nz = w.cuda()\n")
+    code, out, _ = _run(capsys, "check", "--fix", "--show-fixes", "--output-format", "concise",
+                        ".")
+    assert code == 1
+    lines = out.splitlines()
+    start = lines.index("Fixed 4 findings: 3 errors, 1 warning:")
+    assert lines[start + 1:start + 6] == [
+        "- a.py:",
+        "    1 \u00d7 CUD102 (cuda-method-call)",
+        "    1 \u00d7 CUD105 (cuda-call-with-portable-helper)",
+        "- b.py:",
+        "    2 \u00d7 CUD102 (cuda-method-call)",
+    ]
+    assert "Found 5 findings: 3 errors, 2 warnings (4 fixed, 1 remaining)." in lines
+
+
+# -- --show-files and --show-settings ------------------------------------------------------------
+def test_show_files_lists_what_a_run_reads(chdir_tmp, capsys):
+    _write(chdir_tmp, "pyproject.toml", '[tool.cudalint]\nextend-exclude = ["vendor/"]\n')
+    _write(chdir_tmp, "train.py", TRAIN)
+    _write(chdir_tmp, "vendor/lib.py", TRAIN)
+    _write(chdir_tmp, "scripts/run.slurm", "#SBATCH --gres=gpu:1\n")
+    _write(chdir_tmp, "notes.md", "nothing\n")
+    code, out, _ = _run(capsys, "check", "--show-files", ".")
+    assert code == 0
+    assert out.splitlines() == ["pyproject.toml\tpyproject", "scripts/run.slurm\tshell",
+                                "train.py\tpython"]
+    assert (chdir_tmp / "train.py").read_text() == TRAIN
+
+
+def test_show_settings_prints_the_resolved_settings(chdir_tmp, capsys):
+    _write(chdir_tmp, "pyproject.toml",
+           '[tool.cudalint]\nignore = ["CUD6"]\nhelper = "pkg.device"\n'
+           '[tool.cudalint.per-file-ignores]\n"tests/*" = ["CUD1"]\n')
+    _write(chdir_tmp, "tests/test_train.py", TRAIN)
+    code, out, _ = _run(capsys, "check", "--show-settings", "--ignore", "CUD7",
+                        "tests/test_train.py")
+    assert code == 0
+    settings = dict(line.split(" = ", 1) for line in out.splitlines() if " = " in line)
+    assert out.splitlines()[0] == "Resolved settings for: tests/test_train.py"
+    assert f"Settings path: {chdir_tmp / 'pyproject.toml'}" in out
+    assert settings["helper"] == '"pkg.device"' and settings["kind"] == '"python"'
+    assert json.loads(settings["ignore"]) == ["CUD6"]
+    enabled = json.loads(settings["enabled rules"])
+    assert "CUD201" in enabled and "CUD602" in enabled  # --ignore replaces the configuration's
+    assert not any(code.startswith(("CUD1", "CUD7")) for code in enabled)
+
+
+# -- --help everywhere, with defaults -----------------------------------------------------------
+@pytest.mark.parametrize("command", ["check", "rule", "init-helper", "mps-ops", "smoke", "lsp",
+                                     "report"])
+def test_every_subcommand_has_help(capsys, command):
+    code, out, err = _run(capsys, command, "--help")
+    assert (code, err) == (0, "")
+    assert out.startswith(f"usage: cudalint {command}")
+
+
+def test_help_shows_defaults(capsys):
+    _, out, _ = _run(capsys, "check", "--help")
+    flat = " ".join(out.split())
+    assert "how to print findings (default: full)" in flat
+    assert "(default: one per CPU)" in flat
+    assert "(default: None)" not in flat and "(default: False)" not in flat
+    _, out, _ = _run(capsys, "rule", "--help")
+    assert "(default: text)" in " ".join(out.split())
+
+
+def test_rule_errors_are_one_line(capsys):
+    for args in (["rule"], ["rule", "CUD999"], ["rule", "CUD101", "--all"],
+                 ["rule", "--output-format", "xml", "--all"]):
+        code, out, err = _run(capsys, *args)
+        assert (code, out) == (2, "")
+        assert err.count("\n") == 1 and err.startswith("cudalint: error:")
+
+
+def test_rule_json_for_one_code(capsys):
+    code, out, _ = _run(capsys, "rule", "CUD111", "--output-format", "json")
+    rule = json.loads(out)
+    assert code == 0
+    assert (rule["code"], rule["name"], rule["fix"]) == ("CUD111", "load-without-map-location",
+                                                         "unsafe")
+    assert rule["explanation"].startswith("## What it does")
+
+
+# -- --force-exclude without a configuration ---------------------------------------------------
+@pytest.mark.parametrize("marker", ["pyproject.toml", ".git"])
+def test_force_exclude_uses_default_excludes_without_configuration(chdir_tmp, capsys, marker):
+    if marker == ".git":
+        (chdir_tmp / ".git").mkdir()
+    else:
+        _write(chdir_tmp, marker, "[project]\nname = 'demo'\n")
+    _write(chdir_tmp, "dist/gen.py", TRAIN)
+    _write(chdir_tmp, "src/train.py", TRAIN)
+    nested = chdir_tmp / "src"
+    for cwd in (chdir_tmp, nested):  # from the root and from below it (a pre-commit hook)
+        shown = Path("..") / "dist" / "gen.py" if cwd == nested else Path("dist/gen.py")
+        assert _run_in(capsys, cwd, "check", "--force-exclude", str(shown))[0] == 0
+        assert _run_in(capsys, cwd, "check", str(shown))[0] == 1  # named without the flag
+    assert _run_in(capsys, chdir_tmp, "check", "--force-exclude", "src/train.py",
+                   "dist/gen.py")[0] == 1
+
+
+def _run_in(capsys, cwd: Path, *args: str) -> tuple[int, str, str]:
+    previous = Path.cwd()
+    try:
+        os.chdir(cwd)
+        return _run(capsys, *args)
+    finally:
+        os.chdir(previous)
+
+
+# -- init-helper's module path -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("layout", "target", "module"),
+    [
+        ("ih/pyproject.toml", "ih/src/pkg/device.py", "pkg.device"),
+        ("ih/pyproject.toml", "ih/pkg/utils/device.py", "pkg.utils.device"),
+        ("ih/.git/HEAD", "ih/train_device.py", "train_device"),
+        ("ih/pyproject.toml", "ih/src/device.py", "device"),
+    ],
+)
+def test_init_helper_module_is_relative_to_the_project_root(chdir_tmp, capsys, layout, target,
+                                                            module):
+    _write(chdir_tmp, layout, "[project]\nname = 'ih'\n")
+    code, out, _ = _run(capsys, "init-helper", target)
+    assert code == 0
+    assert out.endswith(f'helper = "{module}"\n')
+    assert (chdir_tmp / target).is_file()
+
+
+def test_init_helper_from_inside_the_project(chdir_tmp, capsys, monkeypatch):
+    _write(chdir_tmp, "ih/pyproject.toml", "[project]\nname = 'ih'\n")
+    (chdir_tmp / "ih" / "src").mkdir()
+    monkeypatch.chdir(chdir_tmp / "ih" / "src")
+    code, out, _ = _run(capsys, "init-helper", "pkg/device.py")
+    assert code == 0 and out.endswith('helper = "pkg.device"\n')
+
+
+# -- mps-ops without a table for the asked version ------------------------------------------------
+def test_mps_ops_says_which_table_it_uses(capsys):
+    code, out, err = _run(capsys, "mps-ops", "--target-torch", "2.3")
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == (
+        "no table for torch 2.3: the oldest shipped one, torch 2.13.0, is shown")
+    code, out, err = _run(capsys, "mps-ops", "--target-torch", "2.3", "--json")
+    assert json.loads(out)["exact"] is False and json.loads(out)["torch"] == "2.13.0"
+    assert err == ("cudalint mps-ops: no table for torch 2.3: the oldest shipped one, "
+                   "torch 2.13.0, is shown\n")
+
+
+def test_force_exclude_without_any_project_marker_uses_the_current_folder(chdir_tmp, capsys):
+    _write(chdir_tmp, "dist/lib/gen.py", TRAIN)
+    assert _run(capsys, "check", "--force-exclude", "dist/lib/gen.py")[0] == 0
+    assert _run(capsys, "check", "dist/lib/gen.py")[0] == 1

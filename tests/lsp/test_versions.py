@@ -1,0 +1,123 @@
+"""Versions, through a real server on stdio: diagnostics carry the version they were made for, a
+newer edit supersedes an older check, and code actions answer for the document's current
+version or not at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudalint.runtime.helper import write_helper
+from tests.lsp.client import Client, Document, cli_fixed, long_file
+
+LINEAR = "import torch\n\nmodel = torch.nn.Linear(2, 2)\n"
+ON_CUDA = "import torch\n\nmodel = torch.nn.Linear(2, 2).cuda()\n"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A flat project with the standalone helper, which fixes import (as the CLI's do)."""
+    folder = tmp_path_factory.mktemp("versions")
+    write_helper(folder / "_device.py", force=False)
+    return folder
+
+
+@contextmanager
+def server(workspace: Path, debounce_ms: int) -> Iterator[Client]:
+    with (workspace / "server.log").open("ab") as log:
+        client = Client(workspace, log, ["--debounce-ms", str(debounce_ms)])
+        try:
+            client.initialize(workspace)
+            yield client
+        finally:
+            client.kill()
+
+
+def published(client: Client, doc: Document) -> list[int | None]:
+    return [version for uri, version in client.published if uri == doc.uri]
+
+
+def codes(diagnostics: list[dict[str, Any]]) -> list[str]:
+    return [d.get("code", "error") for d in diagnostics]
+
+
+def line_range(line: int) -> dict[str, Any]:
+    """A selection of the whole line, as a diagnostic-shaped dict that `ask_actions` takes."""
+    return {"range": {"start": {"line": line, "character": 0},
+                      "end": {"line": line, "character": 1000}}, "message": "selection"}
+
+
+def test_diagnostics_carry_the_version_they_were_made_for(workspace: Path) -> None:
+    with server(workspace, debounce_ms=50) as client:
+        doc = Document(client, workspace / "versioned.py", ON_CUDA)
+        assert [d["data"]["version"] for d in doc.diagnostics()] == [1]
+        doc.edit(ON_CUDA + "x = torch.zeros(2).cuda()\n")
+        assert [d["data"]["version"] for d in doc.diagnostics()] == [2, 2]
+        assert doc.change(LINEAR) == []
+        assert published(client, doc) == [1, 2, 3]
+
+
+def test_quick_edits_publish_the_last_version_only(workspace: Path) -> None:
+    with server(workspace, debounce_ms=500) as client:
+        doc = Document(client, workspace / "typing.py", LINEAR)
+        assert doc.diagnostics() == []
+        for index in range(3):  # three keystrokes, well within the debounce
+            doc.edit(doc.text + f"y{index} = torch.zeros(2).cuda()\n")
+        assert codes(doc.diagnostics()) == ["CUD102"] * 3
+        assert published(client, doc) == [1, 4]
+
+
+def test_a_check_overtaken_by_an_edit_is_never_published(workspace: Path) -> None:
+    with server(workspace, debounce_ms=0) as client:
+        # Version 1 is long to check; version 2 comes while it is checked (or before).
+        doc = Document(client, workspace / "overtaken.py", long_file())
+        doc.edit(ON_CUDA)
+        assert codes(doc.diagnostics()) == ["CUD102"]
+        assert published(client, doc) == [2]
+
+
+def test_a_code_action_waits_for_the_version_it_is_asked_about(workspace: Path) -> None:
+    with server(workspace, debounce_ms=5000) as client:
+        doc = Document(client, workspace / "pending.py", LINEAR)
+        assert doc.diagnostics() == []
+        doc.edit(ON_CUDA)  # its check waits out the debounce; the request does not wait
+        actions = doc.actions(line_range(2))
+        fix = next(a for a in actions if a["title"].startswith("Fix CUD102"))
+        assert doc.apply(fix) == cli_fixed(workspace, ON_CUDA)
+        assert codes(doc.diagnostics()) == ["CUD102"]
+
+
+def test_a_code_action_overtaken_by_an_edit_is_refused(workspace: Path) -> None:
+    with server(workspace, debounce_ms=0) as client:
+        big = long_file()
+        doc = Document(client, workspace / "moving.py", big)
+        assert doc.diagnostics() == []
+        doc.edit(big + "z = torch.zeros(2).cuda()\n")
+        asked = doc.ask_actions(line_range(big.count("\n")))
+        doc.edit("# the whole file replaced while the actions were made\n" + ON_CUDA)
+        assert client.response(asked, "textDocument/codeAction") == []
+        assert codes(doc.diagnostics()) == ["CUD102"]
+
+
+def test_diagnostics_of_an_older_version_sent_with_a_request_are_ignored(
+    workspace: Path
+) -> None:
+    with server(workspace, debounce_ms=50) as client:
+        doc = Document(client, workspace / "older.py", "a = x.cuda()\n")
+        [old] = doc.diagnostics()
+        [new] = doc.change("a = y.cuda()\n")
+        assert new["range"] == old["range"]
+        elsewhere = line_range(5)["range"]
+
+        def titles(sent: dict[str, Any]) -> list[str]:
+            found = client.request("textDocument/codeAction", {
+                "textDocument": {"uri": doc.uri}, "range": elsewhere,
+                "context": {"diagnostics": [sent], "only": ["quickfix"]}})
+            return [action["title"] for action in found]
+
+        assert titles(old) == []
+        assert "Disable CUD102 for this line" in titles(new)
