@@ -51,18 +51,19 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--diff", action="store_true", help="show fixes as a diff; write nothing")
     parser.add_argument("--show-fixes", action="store_true",
                         help="list the fixes applied, per file and code")
-    parser.add_argument("--select", type=_codes,
+    parser.add_argument("--select", type=_codes, metavar="CODES",
                         help="codes or prefixes to enable (CUD1,CUD201) (default: the "
                              "configuration's `select`, else ALL)")
-    parser.add_argument("--ignore", type=_codes,
+    parser.add_argument("--ignore", type=_codes, metavar="CODES",
                         help="codes or prefixes to disable (default: the configuration's "
                              "`ignore`)")
-    parser.add_argument("--extend-select", type=_codes, default=[], help="add to select")
+    parser.add_argument("--extend-select", type=_codes, default=[], metavar="CODES",
+                        help="add to select")
     parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="full",
                         help="how to print findings")
     parser.add_argument("--statistics", action="store_true", help="count findings per code")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 despite findings")
-    parser.add_argument("--config", type=Path,
+    parser.add_argument("--config", type=Path, metavar="FILE",
                         help="a pyproject.toml or cudalint.toml to use (default: the nearest "
                              "pyproject.toml with [tool.cudalint])")
     parser.add_argument("--force-exclude", action="store_true",
@@ -74,8 +75,9 @@ def _check_parser() -> argparse.ArgumentParser:
                         help="list the files that would be checked, and exit")
     parser.add_argument("--show-settings", action="store_true",
                         help="print the settings used for the first path, and exit")
-    parser.add_argument("-j", "--jobs", type=int, default=None,
-                        help="processes to check files with (default: one per CPU)")
+    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                        help="processes to check files with (default: one per core; one under "
+                             "pre-commit, which runs a hook per core)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only")
     parser.add_argument("--no-cache", action="store_true",
                         help="neither read nor write .cudalint_cache (also: CUDALINT_NO_CACHE=1)")

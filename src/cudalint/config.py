@@ -20,7 +20,8 @@ else:  # pragma: no cover
 # installed torch, so that one command gives the same fixes with and without torch installed.
 DEFAULT_TARGET_TORCH = "2.6"
 DEFAULT_EXCLUDE = (
-    ".bzr", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+    ".bzr", ".cudalint_cache", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints",
+    ".mypy_cache", ".nox",
     ".pants.d", ".pytype",
     ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "dist",
     "node_modules", "site-packages", "venv", "__pycache__",

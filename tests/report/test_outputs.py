@@ -139,3 +139,19 @@ def test_html_renders_in_headless_chromium(tmp_path: Path, capsys) -> None:
     assert dom.rows["checklist-table"] == 1 + 8
     assert dom.rows["findings-table"] == 1 + 5
     assert dom.rows["reasons-table"] == 1 + 3
+
+
+def test_a_real_cpu_smoke_run_shows_portability(tmp_path: Path, capsys) -> None:
+    smoke = tmp_path / "smoke-cpu.json"
+    resumable = Path(__file__).parents[1] / "runtime" / "smoke" / "targets" / "resumable.py"
+    assert main(["smoke", f"{resumable}:train", "--in-process", "--batch-sizes", "1,8",
+                 "--json", str(smoke)]) == 0
+    capsys.readouterr()
+    code, out, _ = _report(capsys, str(FIXTURES / "ready"), "--smoke", str(smoke),
+                           "--output-format", "json")
+    data = json.loads(out)
+    assert (code, data["verdict"], data["evidence"]) == (0, "mac-allowed", "portable-on-cpu")
+    assert "not that MPS works" in data["evidence_note"]
+    ramp = [note for note in data["notes"] if "batch-ramp" in note["text"]]
+    assert ramp and "every batch size fits (1, 8), largest 8" in ramp[0]["text"]
+    assert ramp[0]["where"] == str(smoke)

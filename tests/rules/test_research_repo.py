@@ -185,7 +185,8 @@ EXPECTED_2 = {
     ("difftrain/amp_gates.py", None, 17, 31, "CUD108"),
     # difftrain/devices.py: f-strings with and without placeholders, % and .format; the
     # MPS-aware pick_device is silent, legacy_device is not; the else that exits after a
-    # "does not support training without GPU" message, and os._exit after one
+    # "does not support training without GPU" message, and os._exit after one; the choice
+    # written the other way round
     ("difftrain/devices.py", None, 9, 43, "CUD101"),
     ("difftrain/devices.py", None, 10, 34, "CUD101"),
     ("difftrain/devices.py", None, 11, 34, "CUD101"),
@@ -195,6 +196,7 @@ EXPECTED_2 = {
     ("difftrain/devices.py", None, 28, 5, "CUD112"),
     ("difftrain/devices.py", None, 29, 30, "CUD105"),
     ("difftrain/devices.py", None, 36, 5, "CUD112"),
+    ("difftrain/devices.py", None, 42, 12, "CUD103"),  # "cpu" if not ... else "cuda"
     # difftrain/compat.py: the torch.cuda.amp fallback import, not the decorators using it
     ("difftrain/compat.py", None, 10, 32, "CUD106"),
     ("difftrain/compat.py", None, 10, 44, "CUD106"),

@@ -48,6 +48,8 @@ class PythonContext:
     aliases: dict[str, str | None] = field(default_factory=dict)
     stack: list[cst.CSTNode] = field(default_factory=list)
     _guards: list[bool] = field(default_factory=list)
+    # conditional expressions whose branch being visited only runs with CUDA
+    _cuda_branches: list[cst.CSTNode] = field(default_factory=list)
     # statements entered that follow an early exit without CUDA (guards.exits_without_cuda)
     _after_exits: list[cst.CSTNode] = field(default_factory=list)
     _exit_blocks: dict[int, tuple[cst.CSTNode, frozenset[int]]] = field(default_factory=dict)
@@ -125,6 +127,12 @@ class PythonContext:
         or after `if not torch.cuda.is_available(): return` in the same block."""
         return bool(self._after_exits) or any(self._guards)
 
+    def in_cuda_only_branch(self) -> bool:
+        """Inside the branch of a conditional expression that only runs with CUDA
+        (`x.cuda() if torch.cuda.is_available() else x`): the line already does the right
+        thing elsewhere, so no fix rewrites it."""
+        return bool(self._cuda_branches)
+
     def holds_probe(self, expr: cst.Name | cst.Attribute) -> bool | None:
         """`has_gpu` after `has_gpu = torch.cuda.is_available()` in the enclosing function
         (else at module level), `self.use_cuda` after `self.use_cuda = ...` in the class:
@@ -201,13 +209,18 @@ class PythonContext:
         if type(node) not in guards.BRANCHING:
             self._guards.append(False)
             return
-        self._guards.append(guards.branch_guard(self, node, attribute))
+        guarded = guards.branch_guard(self, node, attribute)
+        self._guards.append(guarded)
+        if guarded and type(node) is cst.IfExp:
+            self._cuda_branches.append(node)
         if attribute == "body" and type(node) is cst.If \
                 and guards.is_main_check(node.test):  # type: ignore[attr-defined]
             self._main_block_depth += 1
 
     def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         self._guards.pop()
+        if self._cuda_branches and self._cuda_branches[-1] is node:
+            self._cuda_branches.pop()
         if attribute == "body" and type(node) is cst.If \
                 and guards.is_main_check(node.test):  # type: ignore[attr-defined]
             self._main_block_depth -= 1

@@ -7,7 +7,6 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -140,6 +139,8 @@ def _check_all(
     if jobs < 2:
         yield from (check_file(*task) for task in tasks)
         return
+    from concurrent.futures import ProcessPoolExecutor  # multiprocessing: only when needed
+
     # Each file is checked (and fixed) on its own, so processes share nothing but the results.
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         yield from pool.map(_check_task, tasks, chunksize=8)

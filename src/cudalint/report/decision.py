@@ -140,7 +140,9 @@ def decide(audit: Audit, runs: Sequence[SmokeRun] = (), target: str | None = Non
         reasons = [_allowed_reason(audit)]
     command = _confirm_command(runs, target)
     evidence, note = _evidence(verdict, runs, bool(blockers), command)
-    return Decision(verdict, evidence, note, command, scope, reasons, _notes(audit), audit,
+    notes = _notes(audit) + [Reason(text, run.source) for run in runs
+                             for text in run.protocol_notes()]
+    return Decision(verdict, evidence, note, command, scope, reasons, notes, audit,
                     build_checklist(audit, runs), runs)
 
 

@@ -27,6 +27,9 @@ CHECK_MEANING = {
 }
 
 
+PROTOCOL_CHECKS = ("batch-ramp", "interrupted")
+
+
 class Evidence(str, enum.Enum):
     PROVISIONAL = "provisional"  # static findings only
     PORTABLE = "portable-on-cpu"  # a smoke pass off MPS: portable code, MPS unproven
@@ -42,6 +45,7 @@ class SmokeRun:
     passed: bool
     failed: tuple[tuple[str, str], ...] = ()  # (check, detail)
     statuses: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
     predicted: tuple[str, ...] = ()  # hazards predicted for a Mac by a run elsewhere
     environment: dict[str, Any] = field(default_factory=dict)
 
@@ -52,6 +56,12 @@ class SmokeRun:
     @property
     def compared(self) -> bool:
         return self.statuses.get("compare") == "pass"
+
+    def protocol_notes(self) -> list[str]:
+        """What the validation protocol's extra checks found, when they did not fail."""
+        return [f"smoke {self.target} on {self.device}: {name}: {_short(self.details[name])}"
+                for name in PROTOCOL_CHECKS
+                if name in self.details and self.statuses.get(name) in ("pass", "warn")]
 
     def failure(self) -> str:
         named = "; ".join(f"check `{name}` failed ({CHECK_MEANING.get(name, name)}): "
@@ -73,6 +83,7 @@ def load_run(path: Path) -> SmokeRun:
 def run_from_dict(data: dict[str, Any], source: str) -> SmokeRun:
     checks = [c for c in data.get("checks", []) if isinstance(c, dict)]
     statuses = {str(c.get("name")): str(c.get("status")) for c in checks}
+    details = {str(c.get("name")): str(c.get("detail", "")) for c in checks}
     failed = tuple((str(c.get("name")), str(c.get("detail", ""))) for c in checks
                    if c.get("status") == "fail")
     predicted = sorted({str(h.get("subject") or h.get("op") or h.get("dtype") or h.get("kind"))
@@ -85,6 +96,7 @@ def run_from_dict(data: dict[str, Any], source: str) -> SmokeRun:
         passed=data.get("verdict") == "pass",
         failed=failed,
         statuses=statuses,
+        details=details,
         predicted=tuple(predicted),
         environment=data.get("environment") or {},
     )

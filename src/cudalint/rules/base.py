@@ -117,6 +117,8 @@ class PythonRule(Rule):
         guarded: bool | None = None,
         **extra: str,
     ) -> None:
+        if fix is not None and self.ctx.in_cuda_only_branch():
+            fix = None  # the line already picks something else off CUDA
         self.ctx.reports.append(
             Report(
                 code=self.code,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 
 from cudalint.finding import Severity
-from tests.lint import findings
+from tests.lint import findings, run_on
 
 
 def _guarded(tmp_path, source: str, codes: list[str]) -> dict[int, bool]:
@@ -232,3 +232,22 @@ def test_a_compound_test_is_a_guard_when_one_operand_is(tmp_path):
             return x
         '''
     assert _guarded(tmp_path, source, ["CUD105"]) == {6: True, 8: False, 10: False}
+
+
+def test_no_fix_rewrites_the_branch_that_only_runs_on_cuda(tmp_path):
+    source = textwrap.dedent('''\
+        import torch
+
+
+        def place(x, model):
+            x = x.cuda() if torch.cuda.is_available() else x
+            model = model if not torch.cuda.is_available() else model.cuda()
+            return x, model.cuda()
+        ''')
+    _, fixed = run_on(tmp_path, source, codes=["CUD102"], fix=True)
+    text = fixed.decode()
+    assert "x = x.cuda() if torch.cuda.is_available() else x" in text
+    assert "model = model if not torch.cuda.is_available() else model.cuda()" in text
+    assert "return x, model.to(pick_device())" in text
+    found = findings(tmp_path, source, codes=["CUD102"])
+    assert {(f.location.row, f.guarded) for f in found} == {(5, True), (6, True), (7, False)}

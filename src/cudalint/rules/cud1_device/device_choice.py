@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
-from cudalint.engine.guards import is_cuda_probe, names_cuda_flag
+from cudalint.engine.guards import is_cuda_absence, is_cuda_probe, names_cuda_flag
 from cudalint.engine.traversal import find_all
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
@@ -24,6 +24,7 @@ from cudalint.rules.cud1_device.prose import in_prose
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext
 
+T = TypeVar("T")
 _MPS_PROBES = frozenset({"torch.backends.mps.is_available", "torch.backends.mps.is_built"})
 
 
@@ -60,13 +61,27 @@ def selects_cuda(ctx: PythonContext, test: cst.BaseExpression) -> bool:
     return isinstance(test, cst.Name) and names_cuda_flag(test.value)
 
 
+def _oriented(ctx: PythonContext, test: cst.BaseExpression, then: T, other: T
+              ) -> tuple[T, T, bool] | None:
+    """(the CUDA branch, the other branch, whether the test is exactly the availability
+    check), whichever way round the test is: `"cpu" if not torch.cuda.is_available() else
+    "cuda"` is the same choice."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+            and is_cuda_absence(ctx, test):
+        return other, then, _exact_probe(ctx, test.expression)
+    if selects_cuda(ctx, test):
+        return then, other, _exact_probe(ctx, test)
+    return None
+
+
 def _expression_choice(ctx: PythonContext, node: cst.IfExp) -> Choice | None:
-    if not selects_cuda(ctx, node.test) or not is_cpu_device(ctx, node.orelse):
+    oriented = _oriented(ctx, node.test, node.body, node.orelse)
+    if oriented is None or not is_cpu_device(ctx, oriented[1]):
         return None
-    cuda = cuda_device_expr(ctx, node.body)
+    cuda = cuda_device_expr(ctx, oriented[0])
     if cuda is None:
         return None
-    return Choice(node, cuda, makes_torch_device(ctx, node.body), _exact_probe(ctx, node.test))
+    return Choice(node, cuda, makes_torch_device(ctx, oriented[0]), oriented[2])
 
 
 def _single_assign(block: cst.BaseSuite) -> cst.Assign | None:
@@ -82,19 +97,22 @@ def _single_assign(block: cst.BaseSuite) -> cst.Assign | None:
 
 
 def _statement_choice(ctx: PythonContext, node: cst.If) -> Choice | None:
-    if not selects_cuda(ctx, node.test) or not isinstance(node.orelse, cst.Else):
+    if not isinstance(node.orelse, cst.Else):
         return None
-    then, other = _single_assign(node.body), _single_assign(node.orelse.body)
-    if then is None or other is None or not is_cpu_device(ctx, other.value):
+    first, second = _single_assign(node.body), _single_assign(node.orelse.body)
+    if first is None or second is None:
         return None
+    oriented = _oriented(ctx, node.test, first, second)
+    if oriented is None or not is_cpu_device(ctx, oriented[1].value):
+        return None
+    then, other, exact = oriented
     code = ctx.module.code_for_node
     if code(then.targets[0].target) != code(other.targets[0].target):
         return None
     cuda = cuda_device_expr(ctx, then.value)
     if cuda is None:
         return None
-    return Choice(node, cuda, makes_torch_device(ctx, then.value),
-                  _exact_probe(ctx, node.test), then.targets[0])
+    return Choice(node, cuda, makes_torch_device(ctx, then.value), exact, then.targets[0])
 
 
 def inside_choice(ctx: PythonContext) -> bool:
@@ -106,8 +124,9 @@ class CudaOrCpuChoice(PythonRule):
     """
     ## What it does
     Finds device choices that pick CUDA when it is available and otherwise fall back to the
-    CPU: `"cuda" if torch.cuda.is_available() else "cpu"`, its `torch.device(...)` form, and
-    the same choice written as an `if`/`else` assignment. A function that already considers
+    CPU: `"cuda" if torch.cuda.is_available() else "cpu"`, its `torch.device(...)` form, the
+    same choice written as an `if`/`else` assignment, and either written the other way round
+    (`"cpu" if not torch.cuda.is_available() else "cuda"`). A function that already considers
     MPS (a `torch.backends.mps.is_available()` check, or an `"mps"` value given to the same
     name) is not reported.
 
@@ -182,6 +201,15 @@ class CudaOrCpuChoice(PythonRule):
         Invalid("device = 'cuda' if args.cuda and torch.cuda.is_available() else 'cpu'\n"),
         Invalid("device = 'cuda' if use_cuda else 'cpu'\n"),
         Invalid("device = 'cuda' if args.cuda else 'cpu'\n"),
+        Invalid(
+            "import torch\ndevice = 'cpu' if not torch.cuda.is_available() else 'cuda'\n",
+            "from cudalint.device import pick_device\n\ndevice = str(pick_device())\n",
+        ),
+        Invalid(
+            "import torch\nif not torch.cuda.is_available():\n    dev = torch.device('cpu')\n"
+            "else:\n    dev = torch.device('cuda:0')\n",
+            "from cudalint.device import pick_device\n\ndev = pick_device(0)\n",
+        ),
         Invalid(
             "def pick():\n    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
             "    return device\n\ndef other():\n    if torch.backends.mps.is_available():\n"

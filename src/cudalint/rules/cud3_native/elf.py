@@ -9,9 +9,6 @@ import io
 import struct
 from collections.abc import Iterator
 
-from elftools.elf.dynamic import DynamicSegment
-from elftools.elf.elffile import ELFFile
-
 from cudalint.engine.python import error_finding
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
@@ -25,6 +22,10 @@ _TORCH_CUDA = ("libtorch_cuda", "libc10_cuda")
 
 def needed_libraries(data: bytes) -> list[str]:
     """DT_NEEDED entries of an ELF file (raises on a damaged one)."""
+    # pyelftools is imported when a binary is read, not on every run's start-up
+    from elftools.elf.dynamic import DynamicSegment
+    from elftools.elf.elffile import ELFFile
+
     elf = ELFFile(io.BytesIO(data))
     needed: list[str] = []
     for segment in elf.iter_segments():
