@@ -121,3 +121,12 @@ def test_diagnostics_of_an_older_version_sent_with_a_request_are_ignored(
 
         assert titles(old) == []
         assert "Disable CUD102 for this line" in titles(new)
+
+
+def test_a_document_not_open_has_no_actions(workspace: Path) -> None:
+    with server(workspace, debounce_ms=50) as client:
+        closed = workspace / "on_disk.py"
+        closed.write_text(ON_CUDA, encoding="utf-8")
+        assert client.request("textDocument/codeAction", {
+            "textDocument": {"uri": closed.as_uri()}, "range": line_range(2)["range"],
+            "context": {"diagnostics": []}}) == []

@@ -66,9 +66,9 @@ class Projects:
         a configuration file, the project is the workspace folder holding `path` (among
         `roots`), as when the CLI runs there."""
         folder = path.parent
-        if folder not in self._by_folder:
-            self._by_folder[folder] = _load(folder, _workspace_root(folder, roots))
-        found = self._by_folder[folder]
+        found = self._by_folder.get(folder)
+        if found is None:  # one lookup: the event loop may clear the cache meanwhile
+            found = self._by_folder[folder] = _load(folder, _workspace_root(folder, roots))
         if isinstance(found, ConfigError):
             raise found
         return found

@@ -105,6 +105,8 @@ def _code_actions(server: LanguageServer, linter: Linter) -> None:
         """The actions of the document's current version, from that version's diagnostics and
         fixes; none when the document changes while they are made (they would be wrong)."""
         uri = params.text_document.uri
+        if uri not in server.workspace.text_documents:
+            return []  # cudalint's actions are for the documents it checks: open ones
         version = server.workspace.get_text_document(uri).version
         diagnostics = await linter.diagnostics(server.workspace.get_text_document(uri))
         document = server.workspace.get_text_document(uri)

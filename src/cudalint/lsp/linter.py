@@ -66,6 +66,9 @@ class Linter:
         document = self.server.workspace.get_text_document(uri)
         self._diagnostics.supersede(uri, document.version)
         self._fixed.supersede(uri, document.version)
+        if self._asked.get((FIX, uri), (document.version,))[0] != document.version:
+            self.scheduler.cancel((FIX, uri))  # fix-all for a version nobody waits for
+            del self._asked[FIX, uri]
         known = self._diagnostics.get(uri, document.version)
         if known is not None:
             self._publish(uri, document.version, known[0])

@@ -38,6 +38,11 @@ class Scheduler:
             self._changed.notify()
             return True
 
+    def cancel(self, key: Hashable) -> None:
+        """Drop the task for `key` if it has not started."""
+        with self._changed:
+            self._due.pop(key, None)
+
     def stop(self) -> None:
         """Drop what has not started; the task running, if any, is the last."""
         with self._changed:
