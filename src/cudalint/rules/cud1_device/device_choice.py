@@ -186,6 +186,13 @@ class CudaOrCpuChoice(PythonRule):
             "from cudalint.device import pick_device\n\ndev = pick_device(1)\n",
         ),
         Invalid(
+            "import torch\n\nif torch.cuda.is_available():  # the lab's servers\n"
+            "    device = torch.device('cuda')  # fastest\n"
+            "else:\n    # laptops\n    device = torch.device('cpu')\n",
+            "from cudalint.device import pick_device\n\n"
+            "# the lab's servers\n# fastest\n# laptops\ndevice = pick_device()\n",
+        ),
+        Invalid(
             "import torch\n\n# pick a device\nif torch.cuda.is_available():\n"
             "    device = torch.device('cuda')\nelse:\n    device = torch.device('cpu')\n",
             "from cudalint.device import pick_device\n\n"
@@ -266,7 +273,7 @@ class CudaOrCpuChoice(PythonRule):
             value = device_replacement(self.ctx, choice.cuda.index, as_device=choice.as_device)
             line = cst.SimpleStatementLine(
                 body=[cst.Assign(targets=[choice.target], value=value)],
-                leading_lines=node.leading_lines,
+                leading_lines=[*node.leading_lines, *_comment_lines(node)],
             )
             message = replace_message(self.ctx.module, line.body[0])
             return NodeFix(node, line, message, helpers=("pick_device",))
@@ -294,6 +301,18 @@ def _is_mps(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Call) and value.args:
         value = value.args[0].value
     return isinstance(value, cst.SimpleString) and value.evaluated_value == "mps"
+
+
+def _comment_lines(node: cst.If) -> list[cst.EmptyLine]:
+    """The comments inside the if/else, as lines above the statement that replaces it."""
+    found: list[cst.Comment] = []
+
+    class _Comments(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(comment)
+
+    node.with_changes(leading_lines=()).visit(_Comments())
+    return [cst.EmptyLine(comment=cst.Comment(c.value)) for c in found]
 
 
 def _enclosing_torch_device(ctx: PythonContext, node: cst.IfExp) -> cst.Call | None:
