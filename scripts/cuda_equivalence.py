@@ -5,7 +5,8 @@
 Runs `train.py` of the original and of the fixed demo with the same arguments, then compares
 their printed metrics and their checkpoints tensor by tensor, bit for bit. Exit 0 when both
 runs are identical, 1 when anything differs, 2 when a run failed. Needs CUDA (the original
-only runs there) and nothing of cudalint but its helper module on the path for the fixed copy.
+only runs there); the fixed copy imports the standalone helper `_device.py` that `--fix` wrote
+into it, so it needs nothing of cudalint.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def test_help_shows_defaults(capsys):
     _, out, _ = _run(capsys, "check", "--help")
     flat = " ".join(out.split())
     assert "how to print findings (default: full)" in flat
-    assert "(default: one per CPU)" in flat
+    assert "(default: one per core" in flat
     assert "(default: None)" not in flat and "(default: False)" not in flat
     _, out, _ = _run(capsys, "rule", "--help")
     assert "(default: text)" in " ".join(out.split())

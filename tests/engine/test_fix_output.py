@@ -155,3 +155,58 @@ def test_json_edits_cost_about_the_same_for_forty_findings_as_for_one(tmp_path, 
     found, _ = json.JSONDecoder().raw_decode(capsys.readouterr().out)
     assert len(found) == 40 and all(f["fix"]["edits"] for f in found)
     assert forty <= 1.5 * one + 0.15, (one, forty)
+
+
+# -- where the standalone helper goes -----------------------------------------------------------
+BLOCK_CUDALINT = ("import runpy, sys\nsys.modules['cudalint'] = None\nsys.path.insert(0, '.')\n"
+                  "runpy.run_module(sys.argv[1], run_name='__main__')\n")
+
+
+def test_a_package_gets_the_helper_inside_and_runs_without_cudalint(chdir_tmp, capsys):
+    package = Path("pkg")
+    (package / "models").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "models" / "__init__.py").write_text("")
+    (package / "models" / "net.py").write_text(
+        "import torch\n\n\ndef place(x):\n    return x.cuda()\n")
+    (package / "train.py").write_text(
+        "import torch\n\nfrom pkg.models.net import place\n\n"
+        "y = torch.zeros(1, device='cuda:0')\nprint(place(torch.ones(2)).device, y.device)\n")
+    main(["check", "--fix", "."])
+    out = capsys.readouterr().out
+    assert "Wrote the device helper pkg/_device.py" in out
+    assert 'helper = "cudalint.device"' in out  # how to change it
+    assert "from pkg._device import pick_device\n" in (package / "train.py").read_text()
+    assert "from pkg._device import pick_device\n" in (package / "models" / "net.py").read_text()
+    assert not Path("_device.py").exists()
+    result = subprocess.run([sys.executable, "-c", BLOCK_CUDALINT, "pkg.train"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["cpu", "cpu"]
+    # A second run neither checks nor rewrites the helper.
+    helper = (package / "_device.py").read_bytes()
+    assert main(["check", "--fix", "--select", "CUD1", "."]) == 0
+    assert (package / "_device.py").read_bytes() == helper
+
+
+def test_a_project_module_named_device_is_left_alone(chdir_tmp, capsys):
+    Path("_device.py").write_text("GPU = 'the lab server'\n")
+    Path("train.py").write_text("x = t.cuda()\n")
+    main(["check", "--fix", "."])
+    assert Path("_device.py").read_text() == "GPU = 'the lab server'\n"
+    assert Path("_cudalint_device.py").is_file()
+    assert Path("train.py").read_text().startswith("from _cudalint_device import pick_device")
+
+
+@pytest.mark.parametrize("declared", [
+    ("pyproject.toml", '[tool.cudalint]\nhelper = "cudalint.device"\n'),
+    ("requirements.txt", "torch>=2.1\ncudalint>=0.1\n"),
+])
+def test_a_configured_helper_or_a_cudalint_dependency_writes_no_helper(chdir_tmp, capsys,
+                                                                       declared):
+    Path(declared[0]).write_text(declared[1])
+    Path("train.py").write_text("x = t.cuda()\n")
+    main(["check", "--fix", "."])
+    assert "Wrote the device helper" not in capsys.readouterr().out
+    assert Path("train.py").read_text().startswith("from cudalint.device import pick_device")
+    assert not Path("_device.py").exists()

@@ -12,6 +12,7 @@ depend on cudalint instead).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from cudalint.config import DEFAULT_MAX_FILE_SIZE
@@ -37,8 +38,12 @@ def is_helper_copy(data: bytes) -> bool:
 
 def helper_place(path: Path, kind: FileKind) -> HelperPlace:
     """The helper module a file imports, and where that module's file is."""
-    folder = path.resolve().parent
-    top = None if kind is FileKind.NOTEBOOK else _top_package(folder)
+    return _place(path.resolve().parent, notebook=kind is FileKind.NOTEBOOK)
+
+
+@lru_cache(maxsize=1024)  # the files of one folder share it
+def _place(folder: Path, *, notebook: bool) -> HelperPlace:
+    top = None if notebook else _top_package(folder)
     home = top if top is not None else folder
     name = _free_name(home)
     module = f"{top.name}.{name}" if top is not None else name

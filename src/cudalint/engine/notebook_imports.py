@@ -1,6 +1,6 @@
 """A fixed notebook imports what its fixes need once: in the first code cell that imports
-(after its imports), or in a new first code cell. Never in a cell that starts with a cell
-magic (`%%timeit`), which must stay the cell's first line."""
+(after its imports) when no earlier cell needs the names, else in a new first code cell. Never
+in a cell that starts with a cell magic (`%%timeit`), which must stay the cell's first line."""
 
 from __future__ import annotations
 
@@ -27,7 +27,10 @@ def add(cells: list[Any], changed: dict[int, str | list[str]], needs: Needs,
     wanted = _missing(sources.values(), needs, helper_module)
     if not wanted:
         return None
+    first_use = min(changed)
     for index, _cell in code_cells:
+        if index > first_use:  # the import would run after a cell that needs it
+            break
         cell = read_cell(sources[index])
         if cell.python is None or sources[index].startswith("%%"):
             continue

@@ -186,6 +186,13 @@ class CudaOrCpuChoice(PythonRule):
             "from cudalint.device import pick_device\n\ndev = pick_device(1)\n",
         ),
         Invalid(
+            "import torch\n\nif torch.cuda.is_available():  # the lab's servers\n"
+            "    device = torch.device('cuda')  # fastest\n"
+            "else:\n    # laptops\n    device = torch.device('cpu')\n",
+            "from cudalint.device import pick_device\n\n"
+            "# the lab's servers\n# fastest\n# laptops\ndevice = pick_device()\n",
+        ),
+        Invalid(
             "import torch\n\n# pick a device\nif torch.cuda.is_available():\n"
             "    device = torch.device('cuda')\nelse:\n    device = torch.device('cpu')\n",
             "from cudalint.device import pick_device\n\n"
@@ -214,6 +221,10 @@ class CudaOrCpuChoice(PythonRule):
         ),
     )
 
+    def __init__(self, ctx: PythonContext) -> None:
+        super().__init__(ctx)
+        self._scopes: dict[int, tuple[bool, frozenset[str]]] = {}
+
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node)
 
@@ -231,15 +242,27 @@ class CudaOrCpuChoice(PythonRule):
         `"mps"` value elsewhere."""
         scope = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)),
                      self.ctx.module)
+        probes, mps_targets = self._mps_facts(scope)
+        if probes:
+            return True
         target = choice.target.target if choice.target else _assigned_name(self.ctx)
-        code = self.ctx.module.code_for_node
-        for node in find_all(scope, (cst.Call, cst.Assign)):
-            if isinstance(node, cst.Call) and self.ctx.call_name(node) in _MPS_PROBES:
-                return True
-            if isinstance(node, cst.Assign) and target is not None and _is_mps(node.value) \
-                    and any(code(t.target) == code(target) for t in node.targets):
-                return True
-        return False
+        return target is not None and self.ctx.module.code_for_node(target) in mps_targets
+
+    def _mps_facts(self, scope: cst.CSTNode) -> tuple[bool, frozenset[str]]:
+        """Whether `scope` probes for MPS, and the targets it assigns an `"mps"` value to:
+        read once per scope, however many choices it holds."""
+        cache = self._scopes
+        if id(scope) not in cache:
+            code = self.ctx.module.code_for_node
+            probes, targets = False, set[str]()
+            for node in find_all(scope, (cst.Call, cst.Assign)):
+                if isinstance(node, cst.Call) and self.ctx.call_name(node) in _MPS_PROBES:
+                    probes = True
+                    break
+                if isinstance(node, cst.Assign) and _is_mps(node.value):
+                    targets.update(code(t.target) for t in node.targets)
+            cache[id(scope)] = (probes, frozenset(targets))
+        return cache[id(scope)]
 
     def _fix(self, choice: Choice) -> NodeFix | None:
         if not choice.exact_probe or not self.ctx.helper_available("pick_device"):
@@ -250,7 +273,7 @@ class CudaOrCpuChoice(PythonRule):
             value = device_replacement(self.ctx, choice.cuda.index, as_device=choice.as_device)
             line = cst.SimpleStatementLine(
                 body=[cst.Assign(targets=[choice.target], value=value)],
-                leading_lines=node.leading_lines,
+                leading_lines=[*node.leading_lines, *_comment_lines(node)],
             )
             message = replace_message(self.ctx.module, line.body[0])
             return NodeFix(node, line, message, helpers=("pick_device",))
@@ -278,6 +301,18 @@ def _is_mps(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Call) and value.args:
         value = value.args[0].value
     return isinstance(value, cst.SimpleString) and value.evaluated_value == "mps"
+
+
+def _comment_lines(node: cst.If) -> list[cst.EmptyLine]:
+    """The comments inside the if/else, as lines above the statement that replaces it."""
+    found: list[cst.Comment] = []
+
+    class _Comments(cst.CSTVisitor):
+        def visit_Comment(self, comment: cst.Comment) -> None:
+            found.append(comment)
+
+    node.with_changes(leading_lines=()).visit(_Comments())
+    return [cst.EmptyLine(comment=cst.Comment(c.value)) for c in found]
 
 
 def _enclosing_torch_device(ctx: PythonContext, node: cst.IfExp) -> cst.Call | None:
