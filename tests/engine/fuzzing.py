@@ -1,0 +1,62 @@
+"""Generated programs with CUDA code spliced in, and the properties every run must keep: the
+engine never crashes, every fix parses, fixing is idempotent, and a file without findings is
+left byte for byte. Shared by the test (a bounded, derandomized run) and scripts/fuzz.py."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import hypothesmith
+from hypothesis import strategies as st
+
+from cudalint.config import Config
+from cudalint.engine import project
+from cudalint.engine.runner import RunOptions, check_file
+from cudalint.kinds import FileKind
+from cudalint.rules import all_rules
+
+CUDA_LINES = (
+    "import torch\n",
+    "model = model.cuda()\n",
+    "x = torch.zeros(3, device='cuda')\n",
+    "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n",
+    "torch.cuda.synchronize()\n",
+    "with torch.cuda.amp.autocast():\n    y = net(x.cuda(non_blocking=True))\n",
+    "torch.backends.cudnn.benchmark = True\n",
+    "t = x.to('cuda:0').double()\n",
+)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> str:
+    """A generated module with CUDA lines spliced between its top-level statements."""
+    generated = draw(hypothesmith.from_grammar())
+    lines = generated.splitlines(keepends=True)
+    cuts = [0, *(i for i, line in enumerate(lines, 1) if line[:1] not in " \t#"), len(lines)]
+    for line in draw(st.lists(st.sampled_from(CUDA_LINES), max_size=4)):
+        at = draw(st.sampled_from(cuts))
+        lines.insert(at, line if not lines[at - 1 : at] or lines[at - 1].endswith("\n")
+                     else "\n" + line)
+    return "".join(lines)
+
+
+def check_properties(folder: Path, source: str) -> None:
+    """Run check, then --fix twice, on `source`; raise AssertionError where a property fails."""
+    path = folder / "generated.py"
+    path.write_text(source, encoding="utf-8")
+    original = path.read_bytes()
+    settings = project.settings_for(Config(root=folder, target_torch="2.6", helper="pkg.device"))
+    rules = all_rules()
+    checked = check_file(path, FileKind.PYTHON, rules, settings, RunOptions())
+    fixed = check_file(path, FileKind.PYTHON, rules, settings,
+                       RunOptions(fix=True, unsafe_fixes=True))
+    after = path.read_bytes()
+    if not checked.findings:
+        assert after == original, "a file without findings was changed"
+    if after != original:
+        ast.parse(after)  # the fix parses
+    assert not any("internal error" in f.message for f in checked.findings + fixed.findings)
+    again = check_file(path, FileKind.PYTHON, rules, settings,
+                       RunOptions(fix=True, unsafe_fixes=True))
+    assert again.fixed == 0 and path.read_bytes() == after, "fixing is not idempotent"
