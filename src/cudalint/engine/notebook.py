@@ -12,7 +12,6 @@ the trailing newline.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -21,6 +20,7 @@ from typing import Any
 from cudalint.engine import noqa, notebook_imports
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.imports import Needs
+from cudalint.engine.outline import parse_quietly
 from cudalint.engine.python import BOM, error_finding, lint_python
 from cudalint.engine.runner import FileReport, Job, finish_fix, run_file_rules
 from cudalint.finding import Finding
@@ -172,7 +172,7 @@ def read_cell(text: str) -> Cell:
 
 def _parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        parse_quietly(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

@@ -100,11 +100,17 @@ def _idle_methods(
             and not prefilter.matches(m.text) and triggers.isdisjoint(m.words)}
 
 
+def parse_quietly(source: bytes | str, filename: str = "<unknown>") -> ast.Module:
+    r"""`ast.parse` without CPython's SyntaxWarnings (`"\d"` and the like: the rules' business,
+    never a line on the user's stderr)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source, filename=filename)
+
+
 def _parse(data: bytes) -> ast.Module | None:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # `"\d"` and the like: the rules' business
-            return ast.parse(data)
+        return parse_quietly(data)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
 

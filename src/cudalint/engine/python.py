@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import codecs
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +15,7 @@ from libcst.metadata import CodeRange
 from cudalint.engine import noqa
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import EditPlanner
-from cudalint.engine.outline import outline
+from cudalint.engine.outline import outline, parse_quietly
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.report import NodeFix, Report
@@ -79,9 +78,7 @@ TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep; cudalint does not ch
 
 def _compiled(data: bytes, path: Path) -> ast.Module | Finding:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # `"\d"` and the like: the rules' business
-            tree = ast.parse(data, filename=str(path))
+        tree = parse_quietly(data, filename=str(path))
     except SyntaxError as error:
         return error_finding(path, f"SyntaxError: {error.msg}", error.lineno or 1,
                              max(error.offset or 1, 1))
