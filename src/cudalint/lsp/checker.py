@@ -27,7 +27,8 @@ from cudalint.rules.base import PythonRule, Rule
 UNCHECKED = frozenset({FileKind.NOTEBOOK, FileKind.SHARED_LIBRARY})
 # Saving one of these changes the configuration or the project facts rules read.
 PROJECT_FILES = frozenset({"pyproject.toml", "setup.py"})
-_OPTIONS = RunOptions(want_edits=True)
+_OPTIONS = RunOptions()
+_WITH_EDITS = RunOptions(want_edits=True)
 
 
 @dataclass(frozen=True)
@@ -107,12 +108,14 @@ def _is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
     return not discover([path], config, force_exclude=True)
 
 
-def check_text(path: Path, kind: FileKind, text: str, found: Project) -> list[Finding]:
-    """The findings for a buffer, each fix with its text edits."""
+def check_text(path: Path, kind: FileKind, text: str, found: Project, *,
+               edits: bool = False) -> list[Finding]:
+    """The findings for a buffer; with `edits`, each fix with its text edits (a code action
+    needs them, diagnostics do not)."""
     settings = project.file_settings(found.settings, found.config, path, kind,
                                      existing_only=True)
-    report = check_file(path, kind, found.rules_for(path), settings, _OPTIONS,
-                        data=encode(text))
+    report = check_file(path, kind, found.rules_for(path), settings,
+                        _WITH_EDITS if edits else _OPTIONS, data=encode(text))
     return sorted(report.findings, key=Finding.sort_key)
 
 
