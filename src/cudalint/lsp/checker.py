@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from cudalint.config import Config, ConfigError, load_config
@@ -134,6 +135,16 @@ def fix_text(path: Path, text: str, found: Project) -> str | None:
     if outcome.data == data:
         return None
     return outcome.data.decode("utf-8", errors="replace")
+
+
+@cache
+def fix_names() -> frozenset[str]:
+    """The names a fix may call or import whatever the code it replaces says: a top-level
+    binding of one of them changes the fix (cudalint.engine.context.helper_available)."""
+    from cudalint.rules.cud1_device import cuda_api_table
+
+    helpers = {api.helper for api in cuda_api_table.table().apis.values() if api.helper}
+    return frozenset({"torch", "pick_device", *helpers})
 
 
 def encode(text: str) -> bytes:
