@@ -7,95 +7,43 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from benchmarks.training_file import training_file
-from cudalint.config import Config
-from cudalint.engine import project
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import lint_python
 from cudalint.finding import Finding
-from cudalint.lsp.checker import fix_names
+from cudalint.kinds import FileKind
+from cudalint.lsp.checker import Projects, check_python_text, check_text, fix_names
 from cudalint.lsp.incremental import UnitCache
-from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
-RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))
 Edit = Callable[[str], "str | None"]
-
-
-# --- a stand-in for engine/sparse until lint_python takes `reuse=` ------------------------
-@dataclass(frozen=True)
-class StandInUnit:
-    first: int
-    last: int
-    text: bytes
-
-
-@dataclass
-class StandInResult:
-    findings: list[Finding]
-    checked: tuple[StandInUnit, ...]
-    units: tuple[StandInUnit, ...]
-
-
-def stand_in_units(data: bytes, tree: ast.Module) -> list[StandInUnit]:
-    lines = data.splitlines(keepends=True)
-    nodes: list[ast.stmt] = []
-    for node in tree.body:
-        methods = [m for m in getattr(node, "body", ()) if isinstance(m, FUNCTIONS)] \
-            if isinstance(node, ast.ClassDef) else []
-        if methods:
-            nodes.extend(methods)
-        elif isinstance(node, (*FUNCTIONS, ast.ClassDef)):
-            nodes.append(node)
-    return [StandInUnit(first, n.end_lineno or n.lineno,
-                        b"".join(lines[first - 1:n.end_lineno or n.lineno]))
-            for n in nodes if (first := start(n))]
 
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+class Checker:
+    """A buffer checked whole, as a code action needs it, and incrementally, as it is
+    published."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "edited.py"
+        self.project = Projects().for_path(self.path, (folder,))
+        self.cache = UnitCache(fix_names())
+
+    def full(self, text: str) -> list[Finding]:
+        return check_text(self.path, FileKind.PYTHON, text, self.project)
+
+    def incremental(self, text: str) -> list[Finding]:
+        return check_python_text(self.path, text, self.project, self.cache)
+
+
 def start(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", ())
     return decorators[0].lineno if decorators else node.lineno
-
-
-# --- the check, whole and incremental -----------------------------------------------------
-class Checker:
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / "edited.py"
-        config = Config(root=folder, target_torch="2.13")
-        self.settings = project.settings_for(config)
-        self.prefilter = Prefilter.for_rules(RULES, self.settings)
-        self.cache = UnitCache(fix_names())
-        self.reused = 0  # units whose findings came from the cache
-
-    def full(self, text: str) -> list[Finding]:
-        result = lint_python(text.encode(), self.path, RULES, self.settings,
-                             prefilter=self.prefilter)
-        return sorted(result.findings, key=Finding.sort_key)
-
-    def incremental(self, text: str) -> list[Finding]:
-        data = text.encode()
-        try:
-            tree = ast.parse(data)
-        except SyntaxError:
-            return self.full(text)
-        units = stand_in_units(data, tree)
-        plan = self.cache.plan(data, tree, units, (RULES, self.settings))
-        reused = [u for u in units if plan.reuse(u)]
-        self.reused += len(reused)
-        found = [f for f in self.full(text)
-                 if not any(u.first <= f.location.row <= u.last for u in reused)]
-        checked = tuple(u for u in units if u not in reused)
-        return self.cache.complete(plan, StandInResult(found, checked, tuple(units)))
 
 
 # --- realistic edits ----------------------------------------------------------------------
@@ -276,7 +224,7 @@ def differential(folder: Path, text: str) -> Checker:
 
 def test_the_training_script_edit_after_edit(tmp_path: Path) -> None:
     checker = differential(tmp_path, training_file(300))
-    assert checker.reused > 100  # the cache did serve
+    assert checker.cache.reused > 100  # the cache did serve
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT / "fixtures")))

@@ -72,7 +72,7 @@ def _document_sync(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        linter.forget(uri)
+        linter.close(uri)
         server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 

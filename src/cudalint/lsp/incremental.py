@@ -19,9 +19,14 @@ Entry = tuple[Finding, ...]  # a unit's findings, row 1 being the unit's first l
 class Result(Protocol):
     """What engine/python.lint_python returns, as far as the cache reads it."""
 
-    findings: list[Finding]
-    checked: Sequence[Unit]
-    units: Sequence[Unit]
+    @property
+    def findings(self) -> list[Finding]: ...
+
+    @property
+    def checked(self) -> Sequence[Unit]: ...
+
+    @property
+    def units(self) -> Sequence[Unit]: ...
 
 
 @dataclass
@@ -44,6 +49,7 @@ class UnitCache:
         self._scope: Hashable = None
         self._entries: dict[tuple[bytes, bytes], Entry] = {}
         self._facts: dict[bytes, Facts] = {}
+        self.reused = 0  # units whose findings came from the cache, all checks together
 
     def plan(self, data: bytes, tree: ast.Module, units: Sequence[Unit],
              scope: Hashable) -> Plan:
@@ -79,6 +85,7 @@ class UnitCache:
                 continue
             if unit.first in plan.blank:
                 entry = plan.blank[unit.first]
+                self.reused += 1
                 findings.extend(_moved(entry, unit.first - 1))
             elif unit.first in checked:
                 entry = tuple(_moved(_within(findings, unit), 1 - unit.first))

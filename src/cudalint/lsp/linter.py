@@ -22,6 +22,7 @@ from cudalint.config import ConfigError
 from cudalint.kinds import FileKind
 from cudalint.lsp import checker
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
+from cudalint.lsp.incremental import UnitCache
 from cudalint.lsp.results import Results
 from cudalint.lsp.scheduler import Scheduler
 from cudalint.lsp.suppress import Noqa
@@ -59,6 +60,8 @@ class Linter:
         self._diagnostics: Results[Diagnostics] = Results()
         self._actionable: Results[Diagnostics] = Results()
         self._fixed: Results[str | None] = Results()
+        # Each open document's unit findings: read and written by the worker only.
+        self._units: dict[str, UnitCache] = {}
         self._asked: dict[tuple[str, str], tuple[int | None, int]] = {}
         self._generation = 0
 
@@ -104,12 +107,17 @@ class Linter:
         for results in (self._diagnostics, self._actionable, self._fixed):
             results.forget(uri)
 
+    def close(self, uri: str) -> None:
+        self.forget(uri)
+        self._units.pop(uri, None)
+
     def reset(self) -> None:
         """The configuration changed: forget it and every result made under it."""
         self._generation += 1
         self.projects.clear()
         for results in (self._diagnostics, self._actionable, self._fixed):
             results.clear()
+        self._units.clear()
         self._asked.clear()
 
     def stop(self) -> None:
@@ -216,7 +224,11 @@ class Linter:
             return [message_diagnostic(f"cudalint: {error}")]
         if project.excludes(path, kind):
             return []
-        findings = checker.check_text(path, kind, snapshot.text, project, edits=actions)
+        if kind is FileKind.PYTHON and not actions:
+            units = self._units.setdefault(snapshot.uri, UnitCache(checker.fix_names()))
+            findings = checker.check_python_text(path, snapshot.text, project, units)
+        else:
+            findings = checker.check_text(path, kind, snapshot.text, project, edits=actions)
         noqa = Noqa(snapshot.text, kind)
         return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version,
                               actions=actions) for finding in findings]
