@@ -106,7 +106,7 @@ def replace_line_in(old: str, new: str) -> Edit:
 def delete_line(line: str) -> Edit:
     def edit(text: str) -> str | None:
         lines = text.splitlines(keepends=True)
-        kept = [x for x in lines if x.rstrip("\r\n") != line]
+        kept = [x for x in lines if x.strip() != line]
         return "".join(kept) if len(kept) < len(lines) else None
     return edit
 
@@ -156,12 +156,13 @@ def in_method(index: int, *lines: str) -> Edit:
 
 
 def move_to_end(needle: str) -> Edit:
-    """Move the top-level function holding `needle` to the end of the file."""
+    """Move the top-level function or class holding `needle` to the end of the file."""
     def edit(text: str) -> str | None:
         lines = text.splitlines(keepends=True)
-        for node, owner in leaf_units(text):
+        for node in ast.parse(text).body:
             first, last = start(node), node.end_lineno or node.lineno
-            if owner is None and needle in "".join(lines[first - 1:last]):
+            if isinstance(node, (*FUNCTIONS, ast.ClassDef)) \
+                    and needle in "".join(lines[first - 1:last]):
                 moved = ["\n\n", *lines[first - 1:last]]
                 return "".join([*lines[:first - 1], *lines[last:], *moved])
         return None
@@ -176,7 +177,7 @@ SERIES: tuple[tuple[str, Edit], ...] = (
     ("module-level DEVICE added", after_imports('DEVICE = "cuda"\n')),
     ("module-level DEVICE changed", replace_line('DEVICE = "cuda"', 'DEVICE = "cpu"')),
     ("module-level assignment added", after_imports("extra_0 = torch.zeros(8).cuda()\n")),
-    ("`.cuda()` removed", delete_line("    extra = torch.zeros(2).cuda()")),
+    ("`.cuda()` removed", delete_line("extra = torch.zeros(2).cuda()")),
     ("a guard on a module-level flag",
      in_function(0.35, "if use_gpu:", "    torch.cuda.synchronize()")),
     ("the flag set", after_imports("use_gpu = torch.cuda.is_available()\n")),

@@ -25,10 +25,6 @@ from typing import Protocol
 _WORD = re.compile(r"\w+")
 # Words a rule looks for anywhere in the module's code (CUD6 float64: "uses a device").
 FILE_WORDS = (b"device", b"cuda", b"mps")
-# Text that makes a unit matter beyond its lines, so the engine always walks it rather than
-# blank it: an import or `global` (aliases and names of the whole module), an MPS mention (a
-# module-level device choice reads the whole module for an MPS branch).
-_REACHING = (b"import", b"global", b"nonlocal", b"mps")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPE_STATEMENTS = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
 
@@ -54,7 +50,9 @@ class Facts:
     assigns: tuple[tuple[str, bytes], ...]  # `name = ...` anywhere in it: (name, statement)
     attributes: tuple[tuple[str, bytes], ...]  # `self.attr = ...`: (attr, statement)
     imports: tuple[bytes, ...]  # its import, `global` and `nonlocal` statements
-    reaching: bool  # it must be walked whenever another unit is (see _REACHING)
+    # It must be walked whenever another unit is: an import or `global` (the module's aliases
+    # and names), an MPS mention (a module-level device choice reads the whole module for one).
+    reaching: bool
 
 
 @dataclass(frozen=True)
@@ -110,8 +108,9 @@ def facts_of(node: ast.stmt, text: bytes, lines: Sequence[bytes]) -> Facts:
         if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = child.targets if isinstance(child, ast.Assign) else [child.target]
             attributes.extend((t.attr, _text(lines, child)) for t in _attribute_targets(targets))
-    return Facts(words(text), tuple(assigns), tuple(attributes),
-                 tuple(imports), any(word in text for word in _REACHING))
+    names = words(text)
+    return Facts(names, tuple(assigns), tuple(attributes), tuple(imports),
+                 bool(imports) or "mps" in names)
 
 
 def words(text: bytes) -> frozenset[str]:
