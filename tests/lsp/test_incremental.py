@@ -64,11 +64,11 @@ def insert(text: str, row: int, line: str) -> str:
     return "".join([*lines[:row - 1], line, *lines[row - 1:]])
 
 
-def in_function(which: float, *lines: str) -> Edit:
+def in_function(which: float, *lines: str, methods: bool = True) -> Edit:
     """Insert `lines` (indented as the body) at the start of a function's body (after its
-    docstring), in the function `which` of the way down the file."""
+    docstring), in the function (or method) `which` of the way down the file."""
     def edit(text: str) -> str | None:
-        units = leaf_units(text)
+        units = [u for u in leaf_units(text) if methods or u[1] is None]
         if not units:
             return None
         node = units[min(int(len(units) * which), len(units) - 1)][0]
@@ -192,7 +192,7 @@ SERIES: tuple[tuple[str, Edit], ...] = (
     ("function renamed again", rename(0.3, "pick_device_renamed")),
     ("an alias used late in the file", in_function(0.9, "tc.synchronize()")),
     ("imported in an earlier function", in_function(0.2, "import torch.cuda as tc")),
-    ("a module alias used", in_function(0.55, "late.synchronize()")),
+    ("a module alias used", in_function(0.55, "late.synchronize()", methods=False)),
     ("imported at the end", lambda text: text + "\nimport torch.cuda as late\n"),
     ("the function moved below that import", move_to_end("late.synchronize()")),
     ("an attribute read in one method",
