@@ -20,7 +20,7 @@ from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.report import NodeFix, Report
 from cudalint.engine.traversal import walk
-from cudalint.finding import Edit, Finding, Fix, Position, Severity
+from cudalint.finding import Edit, Finding, Fix, Position, error_finding
 
 if TYPE_CHECKING:
     from cudalint.rules.base import PythonRule
@@ -35,12 +35,6 @@ class PythonResult:
     # The fix behind each finding that has one, with the range of the node it replaces.
     fixes: list[tuple[Finding, NodeFix, CodeRange]] = field(default_factory=list)
     text: str | None = None  # the module's code: what was read, as LibCST would write it
-
-
-def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Finding:
-    """A file that could not be checked: reported with its path, as ruff reports a syntax error."""
-    where = Position(row, column)
-    return Finding(None, message, path, where, where, Severity.ERROR)
 
 
 def parse(data: bytes, path: Path) -> cst.Module | Finding:
