@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
@@ -94,6 +93,8 @@ def _prepare(folder: Path) -> None:
 def _write(path: Path, data: bytes) -> None:
     """Through a temporary file and a rename: a concurrent run reads the old entry or the new
     one, never half of one. No fsync: a damaged entry is only a miss."""
+    import tempfile  # only when something is stored: a run that only replays writes nothing
+
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
