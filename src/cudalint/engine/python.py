@@ -74,17 +74,18 @@ MAX_DEPTH = 120
 TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep; cudalint does not check this file"
 
 
-def _compiled(data: bytes, path: Path) -> ast.Module | Finding:
-    try:
-        tree = parse_quietly(data, filename=str(path))
-    except SyntaxError as error:
-        return error_finding(path, f"SyntaxError: {error.msg}", error.lineno or 1,
-                             max(error.offset or 1, 1))
-    except (ValueError, UnicodeDecodeError, LookupError) as error:
-        return error_finding(path, f"could not decode the file: {one_line(error)}")
-    except (RecursionError, MemoryError):
-        return error_finding(path, TOO_DEEP)
-    return error_finding(path, TOO_DEEP) if _deeper_than(tree, MAX_DEPTH) else tree
+def _compiled(data: bytes, path: Path, tree: ast.Module | None = None) -> ast.Module | Finding:
+    if tree is None:
+        try:
+            tree = parse_quietly(data, filename=str(path))
+        except SyntaxError as error:
+            return error_finding(path, f"SyntaxError: {error.msg}", error.lineno or 1,
+                                 max(error.offset or 1, 1))
+        except (ValueError, UnicodeDecodeError, LookupError) as error:
+            return error_finding(path, f"could not decode the file: {one_line(error)}")
+        except (RecursionError, MemoryError):
+            return error_finding(path, TOO_DEEP)
+    return error_finding(path, TOO_DEEP) if _deeper_than(tree, MAX_DEPTH, data) else tree
 
 
 def _null_bytes_reason(data: bytes) -> str:
@@ -95,14 +96,32 @@ def _null_bytes_reason(data: bytes) -> str:
     return "not Python source: it contains null bytes (UTF-16 text or binary); not checked"
 
 
-def _deeper_than(tree: ast.AST, limit: int) -> bool:
+def _deeper_than(tree: ast.AST, limit: int, data: bytes) -> bool:
+    """Whether the tree is deeper than `limit`. Each level of an expression takes at least one
+    character of its text (`-x`, `a.b`, `f(x)`), so an expression too short to reach the limit
+    is not walked: most of a file's nodes are in such expressions."""
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
     stack = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > limit:
             return True
+        if isinstance(node, ast.expr) and depth + _span(node, starts) + 3 <= limit:
+            continue
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
     return False
+
+
+def _span(node: ast.expr, starts: list[int]) -> int:
+    """At least the number of characters of the expression's text."""
+    end_line, end_column = node.end_lineno, node.end_col_offset
+    if end_line is None or end_column is None or end_line > len(starts) - 1:
+        return 1 << 30
+    if end_line == node.lineno:
+        return end_column - node.col_offset
+    return starts[end_line - 1] - starts[node.lineno - 1] + end_column
 
 
 def lint_python(
@@ -116,20 +135,22 @@ def lint_python(
     cell: int | None = None,
     sparse: bool = True,
     reuse: Callable[[Unit], bool] | None = None,
+    tree: ast.Module | None = None,
 ) -> PythonResult:
     """Findings for one module; the `prefilter` of the enabled rules lets a file skip parsing,
     and (with `sparse`) lets LibCST skip the functions that name nothing the rules look for
     (cudalint.engine.sparse): `result.module` then lacks them, so `--fix` parses whole.
     `reuse(unit)`: True for a leaf unit whose findings the caller knows (an editor's earlier
-    check): it is not read either, and has no findings in the result."""
+    check): it is not read either, and has no findings in the result. `tree`: the file as
+    `ast` read it, when the caller has it already."""
     if b"\0" in data:  # UTF-16 text: the pre-filter would skip it silently
         return PythonResult([error_finding(path, _null_bytes_reason(data))])
     if prefilter is not None and not prefilter.matches(data):
         return PythonResult([])
-    tree = _compiled(data, path)
-    if isinstance(tree, Finding):
-        return PythonResult([tree])
-    source = data.removeprefix(BOM)
+    compiled = _compiled(data, path, tree)
+    if isinstance(compiled, Finding):
+        return PythonResult([compiled])
+    tree, source = compiled, data.removeprefix(BOM)
     units = units_of(source, tree) if reuse is not None else []
     hidden = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter else []
     parsed = _parse_cst(blank(source, hidden) if hidden else source, path)

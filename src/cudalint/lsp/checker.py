@@ -145,7 +145,8 @@ def _check_reusing(job: Job, cache: UnitCache) -> FileReport:
     plan = None if tree is None else cache.plan(
         source, tree, list(leaves(units_of(source, tree))), (job.python_rules, job.settings))
     result = lint_python(job.data, job.path, job.python_rules, job.settings,
-                         prefilter=job.prefilter, reuse=None if plan is None else plan.reuse)
+                         prefilter=job.prefilter, reuse=None if plan is None else plan.reuse,
+                         tree=tree)
     findings = result.findings if plan is None else cache.complete(plan, result)
     return FileReport(job.path, findings, result.text)
 

@@ -1,0 +1,43 @@
+"""The depth gate skips expressions too short to be deep: its answer is the full walk's."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from cudalint.engine.python import MAX_DEPTH, _deeper_than
+
+
+def _walked_deeper_than(tree: ast.AST, limit: int) -> bool:
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
+
+
+SOURCES = [
+    *(f"x = {'-' * n}1\n" for n in range(MAX_DEPTH - 8, MAX_DEPTH + 3)),
+    *(f"def f():\n    if a:\n        x = {'-' * n}1\n" for n in range(MAX_DEPTH - 14, MAX_DEPTH)),
+    *("x = (\n" + "    -\n" * n + "  1)\n" for n in range(MAX_DEPTH - 8, MAX_DEPTH + 3)),
+    *(f"x = f'{{{'-' * n}1}}'\n" for n in range(MAX_DEPTH - 8, MAX_DEPTH + 3)),
+    *(f"x = {'not ' * n}1\n" for n in range(MAX_DEPTH - 8, MAX_DEPTH + 3)),
+    *(f"y = {'a[' * n}0{']' * n}\n" for n in range(MAX_DEPTH // 2 - 4, MAX_DEPTH // 2 + 4)),
+    "x = " + " + ".join(["1"] * 322) + "\n",
+    "model = model.cuda()\n" * 50,
+]
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda s: f"{len(s)}-chars")
+def test_the_gate_answers_as_the_full_walk(source: str) -> None:
+    tree = ast.parse(source)
+    expected = _walked_deeper_than(tree, MAX_DEPTH)
+    assert _deeper_than(tree, MAX_DEPTH, source.encode()) is expected
+
+
+def test_both_answers_occur() -> None:
+    answers = {_walked_deeper_than(ast.parse(s), MAX_DEPTH) for s in SOURCES}
+    assert answers == {True, False}
