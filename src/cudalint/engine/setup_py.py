@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from cudalint.engine import traversal
 from cudalint.engine.traversal import find_all
 
 # The fallback for a setup.py LibCST cannot parse (Python 2 prints, ...).
@@ -28,7 +29,7 @@ def read_setup(text: str) -> SetupFacts:
     except cst.ParserSyntaxError:
         return SetupFacts(cuda_extensions=frozenset(_EXTENSION.findall(text)))
     reader = _SetupReader()
-    module.visit(reader)
+    traversal.visit(module, reader)
     return SetupFacts(reader.cuda_only(), frozenset(reader.packages), tuple(reader.requires))
 
 

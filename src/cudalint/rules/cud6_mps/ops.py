@@ -7,6 +7,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from cudalint.engine import traversal
 from cudalint.engine.context import Settings
 from cudalint.finding import Severity
 from cudalint.mps_ops import UNKNOWN_VALUE, Coverage, OpStatus, load_coverage
@@ -215,7 +216,7 @@ class OpWithoutMpsKernel(PythonRule):
                     if isinstance(target.target, cst.Name):
                         found.setdefault(target.target.value, []).append(node.value)
 
-        self.ctx.module.visit(_Collect())
+        traversal.visit(self.ctx.module, _Collect())
         return {name: values[0] for name, values in found.items() if len(values) == 1}
 
     @cached_property
