@@ -5,6 +5,7 @@ byte for byte.
     python scripts/compare_runs.py --before /path/to/old/src --after src fixtures/ "$TORCH_DIR"
 
 `--before`/`--after` are the folders holding the `cudalint` package (a worktree's `src`).
+Each path is checked in a run of its own (a run takes its configuration from its first path).
 Exits 0 when the outputs are identical, 1 with the first differing findings otherwise.
 """
 
@@ -54,16 +55,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, help="cudalint's --jobs")
     parser.add_argument("paths", nargs="+", help="files or folders to check")
     args = parser.parse_args(argv)
-    before, before_s = run(args.before, args.paths, args.jobs)
-    after, after_s = run(args.after, args.paths, args.jobs)
-    count = len(json.loads(before))
-    print(f"before: {count} findings in {before_s:.1f} s; after: {after_s:.1f} s")
-    if before == after:
-        print(f"identical ({len(before)} bytes)")
-        return 0
-    print("\n".join(differences(before, after)))
-    return 1
+    # One run per path: a project's configuration comes from the first path of a run.
+    return max(_compare(args.before, args.after, path, args.jobs) for path in args.paths)
 
+
+def _compare(before_src: Path, after_src: Path, path: str, jobs: int | None) -> int:
+    before, before_s = run(before_src, [path], jobs)
+    after, after_s = run(after_src, [path], jobs)
+    count = len(json.loads(before))
+    print(f"{path}: {count} findings; before {before_s:.1f} s, after {after_s:.1f} s")
+    if before == after:
+        print(f"  identical ({len(before)} bytes)")
+        return 0
+    print("\n".join(f"  {line}" for line in differences(before, after)))
+    return 1
 
 if __name__ == "__main__":
     raise SystemExit(main())
