@@ -199,12 +199,11 @@ def test_a_plain_visitor_sees_what_libcst_shows_it(source: str) -> None:
     assert all(traversal.children(node) == list(node.children) for node in nodes)
 
 
-def test_an_f_string_without_a_format_spec_is_visited_as_libcst_does() -> None:
+def test_an_f_string_without_a_format_spec_is_visited_as_libcst_does(monkeypatch) -> None:
     """LibCST skips an absent `format_spec` entirely (no attribute callbacks), unlike other
     absent attributes: whichever kind of f-string is seen first, the walk agrees."""
     for source in ('a = f"{x}"\nb = f"{y:>3}"\n', 'b = f"{y:>3}"\na = f"{x!r}"\n'):
-        traversal._SHAPES.known.clear()
-        traversal._SHAPES.when_none.clear()
+        monkeypatch.setattr(traversal, "_SHAPES", traversal._Shapes())  # nothing learned yet
         module = cst.parse_module(source)
         ours, libcst_s = _Recording(), _Recording()
         traversal.visit(module, ours)

@@ -59,6 +59,7 @@ class _Shapes:
     def __init__(self) -> None:
         self.known: dict[type[cst.CSTNode], tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self.when_none: dict[tuple[type[cst.CSTNode], str], bool] = {}  # visited when None?
+        self.settled: dict[type[cst.CSTNode], tuple[str, ...]] = {}  # those without pending
 
     def of(self, node: cst.CSTNode) -> tuple[str, ...]:
         entry = self.known.get(type(node))
@@ -85,16 +86,22 @@ class _Shapes:
             self.when_none[(kind, name)] = False
         entry = self.known.get(kind)
         if entry is None or set(attributes) > set(entry[0]):
-            self.known[kind] = (attributes, absent)
+            self._keep(kind, attributes, absent)
         elif set(attributes) <= set(entry[0]):
             # what is present here and was not visited holds no child (`conversion="r"`)
-            pending = tuple(name for name in entry[1] if getattr(node, name) is None)
-            self.known[kind] = (entry[0], pending)
+            self._keep(kind, entry[0], tuple(n for n in entry[1] if getattr(node, n) is None))
         return attributes
+
+    def _keep(self, kind: type[cst.CSTNode], attributes: tuple[str, ...],
+              pending: tuple[str, ...]) -> None:
+        self.known[kind] = (attributes, pending)
+        if not pending:
+            self.settled[kind] = attributes
 
 
 _SHAPES = _Shapes()
 _SEQUENCES = (tuple, list)
+_CHILDLESS = (type(None), cst.MaybeSentinel)  # the other values of a child attribute
 
 
 def traverse(
@@ -105,20 +112,22 @@ def traverse(
     on_leave_attribute: _AttributeCallback,
 ) -> None:
     """Call the four callbacks exactly as `root.visit(visitor)` calls a CSTVisitor's."""
-    shape = _SHAPES.of
+    settled, shape = _SHAPES.settled, _SHAPES.of
     visited_when_none = _SHAPES.visited_when_none
 
     def visit(node: cst.CSTNode) -> None:
         if on_visit(node):
-            for attribute in shape(node):
+            attributes = settled.get(type(node))
+            for attribute in shape(node) if attributes is None else attributes:
                 value = getattr(node, attribute)
                 if value is None and not visited_when_none(node, attribute):
                     continue
                 on_visit_attribute(node, attribute)
-                if type(value) in _SEQUENCES:
+                kind = type(value)
+                if kind in _SEQUENCES:
                     for child in value:
                         visit(child)
-                elif isinstance(value, cst.CSTNode):
+                elif kind not in _CHILDLESS:
                     visit(value)
                 on_leave_attribute(node, attribute)
         on_leave(node)
@@ -139,7 +148,7 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         value = getattr(node, attribute)
         if type(value) in _SEQUENCES:
             found.extend(value)
-        elif isinstance(value, cst.CSTNode):
+        elif type(value) not in _CHILDLESS:
             found.append(value)
     return found
 
