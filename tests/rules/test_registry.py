@@ -46,3 +46,25 @@ def test_a_failing_rule_is_an_error_line_and_duplicates_collapse():
     found = run_file_rules([_Broken(), _Twice()], source)
     assert [f.message for f in found] == [
         "CUD999 could not read the file (internal error: ValueError)", "invalid YAML"]
+
+
+def test_the_rule_index_is_current():
+    from cudalint.rules import index
+
+    assert index.path().read_text(encoding="utf-8") == index.generated(), (
+        "regenerate with `python -m cudalint.docs docs/rules` (data/rule_index.json is stale)")
+
+
+def test_the_rules_of_some_kinds_are_those_of_the_whole_registry():
+    from cudalint.rules import for_kinds
+    from cudalint.rules.index import codes
+
+    assert codes() == {rule.code for rule in all_rules()}
+    for kinds in ([FileKind.PYTHON], [FileKind.REQUIREMENTS, FileKind.DOCKERFILE],
+                  list(FileKind)):
+        python = {FileKind.PYTHON, FileKind.NOTEBOOK} & set(kinds)
+        reading = [r for r in all_rules() if (issubclass(r, PythonRule) and python)
+                   or (issubclass(r, FileRule) and set(r.file_kinds) & set(kinds))]
+        chosen = for_kinds(kinds)
+        assert [r for r in chosen if r in reading] == reading  # each one, in the same order
+    assert set(for_kinds(list(FileKind))) == set(all_rules())

@@ -11,19 +11,38 @@ import inspect
 import pkgutil
 from collections.abc import Iterable
 from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from cudalint.rules.base import FileRule, PythonRule, Rule
+from cudalint.rules import index
 
-__all__ = ["FileRule", "PythonRule", "Rule", "all_rules", "primary_rules", "rule_by_code",
-           "select"]
+if TYPE_CHECKING:
+    from cudalint.kinds import FileKind
+    from cudalint.rules.base import Rule
+
+__all__ = ["all_rules", "for_kinds", "primary_rules", "rule_by_code", "select"]
 
 
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class with a code, sorted by code; for each code the primary class first."""
+    modules = (importlib.import_module(info.name)
+               for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."))
+    return _rules_in(modules)
+
+
+def for_kinds(kinds: Iterable[FileKind]) -> tuple[type[Rule], ...]:
+    """The rules that read files of these kinds (and any others their modules define),
+    importing only those modules (rules/index.py): a run of Python files alone loads none of
+    the parsers of requirements, YAML or binaries."""
+    return _rules_in(importlib.import_module(name) for name in index.modules_for(kinds))
+
+
+def _rules_in(modules: Iterable[ModuleType]) -> tuple[type[Rule], ...]:
+    from cudalint.rules.base import Rule
+
     found: dict[str, type[Rule]] = {}
-    for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
-        module = importlib.import_module(info.name)
+    for module in modules:
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, Rule) and "code" in obj.__dict__:
                 found[f"{obj.__module__}.{obj.__qualname__}"] = obj
@@ -47,15 +66,17 @@ def rule_by_code(code: str) -> type[Rule] | None:
 def is_known_selector(selector: str) -> bool:
     """`CUD`, `CUD1`, `CUD10`, `CUD101`: a prefix of at least one code, or `ALL`."""
     selector = selector.upper()
-    return selector == "ALL" or any(rule.code.startswith(selector) for rule in primary_rules())
+    return selector == "ALL" or any(code.startswith(selector) for code in index.codes())
 
 
-def select(selectors: Iterable[str], ignores: Iterable[str]) -> tuple[type[Rule], ...]:
-    """Rules matching a `select` prefix and no `ignore` prefix; the longer prefix wins (ruff)."""
+def select(selectors: Iterable[str], ignores: Iterable[str],
+           rules: Iterable[type[Rule]] | None = None) -> tuple[type[Rule], ...]:
+    """Rules (of `rules`, else all) matching a `select` prefix and no `ignore` prefix; the
+    longer prefix wins (ruff)."""
     chosen = []
     selectors = [s.upper() for s in selectors]
     ignores = [s.upper() for s in ignores]
-    for rule in all_rules():
+    for rule in all_rules() if rules is None else rules:
         best_select = _longest_match(rule.code, selectors)
         best_ignore = _longest_match(rule.code, ignores)
         if best_select > best_ignore:
