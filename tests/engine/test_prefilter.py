@@ -143,3 +143,12 @@ def test_a_function_named_only_in_prose_is_blanked_and_the_findings_stay(tmp_pat
                             prefilter=prefilter, sparse=False)
     assert [f.location.row for f in sparse_run.findings] == [11]
     assert sparse_run.findings == whole_run.findings
+
+
+def test_data_parallel_counts_where_called():
+    prefilter = _prefilter("CUD702")
+    assert _code_matches(prefilter, "def f(m):\n    return nn.DataParallel(m)\n")
+    assert _code_matches(prefilter, "def f(m):\n    return DistributedDataParallel(\n        m)\n")
+    assert not _code_matches(prefilter, "def f(m):\n    if isinstance(m, nn.DataParallel):\n"
+                                        "        return m.module\n")
+    assert prefilter.matches(b"from torch.nn.parallel import DistributedDataParallel as DDP\n")
