@@ -21,12 +21,13 @@ else:  # pragma: no cover
 DEFAULT_TARGET_TORCH = "2.6"
 # Larger files are skipped with an error line: LibCST takes about 0.7 GB per MB of source.
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
+# ruff's default excludes, and cudalint's cache and bytecode folders.
 DEFAULT_EXCLUDE = (
-    ".bzr", ".cudalint_cache", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints",
-    ".mypy_cache", ".nox",
-    ".pants.d", ".pytype",
-    ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "dist",
-    "node_modules", "site-packages", "venv", "__pycache__",
+    ".bzr", ".cudalint_cache", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg",
+    ".ipynb_checkpoints", ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache",
+    ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode", "__pycache__",
+    "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages",
+    "venv",
 )
 _KEYS = frozenset(
     {

@@ -95,9 +95,10 @@ def checker_for(kind: FileKind) -> Checker:
 def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...]:
     from cudalint import rules as registry
 
-    select = options.select if options.select is not None else config.select
-    ignore = options.ignore if options.ignore is not None else config.ignore
-    return registry.select([*select, *config.extend_select, *options.extend_select], ignore)
+    return registry.select([
+        registry.Selection(config.select, config.extend_select, config.ignore),
+        registry.Selection(options.select, options.extend_select, options.ignore or ()),
+    ])
 
 
 Progress = Callable[[int, int], None]  # called with (files done, files in all) after each

@@ -9,13 +9,14 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 from cudalint.rules.base import FileRule, PythonRule, Rule
 
-__all__ = ["FileRule", "PythonRule", "Rule", "all_rules", "primary_rules", "rule_by_code",
-           "select"]
+__all__ = ["FileRule", "PythonRule", "Rule", "Selection", "all_rules", "primary_rules",
+           "rule_by_code", "select"]
 
 
 @cache
@@ -50,17 +51,41 @@ def is_known_selector(selector: str) -> bool:
     return selector == "ALL" or any(rule.code.startswith(selector) for rule in primary_rules())
 
 
-def select(selectors: Iterable[str], ignores: Iterable[str]) -> tuple[type[Rule], ...]:
-    """Rules matching a `select` prefix and no `ignore` prefix; the longer prefix wins (ruff)."""
-    chosen = []
-    selectors = [s.upper() for s in selectors]
-    ignores = [s.upper() for s in ignores]
-    for rule in all_rules():
-        best_select = _longest_match(rule.code, selectors)
-        best_ignore = _longest_match(rule.code, ignores)
-        if best_select > best_ignore:
-            chosen.append(rule)
-    return tuple(chosen)
+@dataclass(frozen=True)
+class Selection:
+    """One source's choice of rules: its `select` (None: it keeps what came before), its
+    `extend-select` and its `ignore`."""
+
+    select: Sequence[str] | None
+    extend_select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
+
+
+def select(sources: Iterable[Selection]) -> tuple[type[Rule], ...]:
+    """The rules the sources choose, lowest priority first (the configuration, then the
+    command line), as ruff resolves them: a source with a `select` starts the set afresh,
+    one without adds its `extend-select` and removes its `ignore` from the set before it.
+    Within a source the longest matching prefix decides, and `ignore` wins a tie."""
+    enabled: set[str] = set()
+    for source in sources:
+        chosen = [s.upper() for s in [*(source.select or []), *source.extend_select]]
+        ignored = [s.upper() for s in source.ignore]
+        decided = {rule.code: on for rule in primary_rules()
+                   if (on := _decision(rule.code, chosen, ignored)) is not None}
+        if source.select is not None:
+            enabled.clear()
+        enabled |= {code for code, on in decided.items() if on}
+        enabled -= {code for code, on in decided.items() if not on}
+    return tuple(rule for rule in all_rules() if rule.code in enabled)
+
+
+def _decision(code: str, chosen: list[str], ignored: list[str]) -> bool | None:
+    """Whether a source enables (True) or disables (False) `code`, or says nothing of it."""
+    best_select = _longest_match(code, chosen)
+    best_ignore = _longest_match(code, ignored)
+    if best_select < 0 and best_ignore < 0:
+        return None
+    return best_select > best_ignore
 
 
 def _longest_match(code: str, prefixes: list[str]) -> int:
