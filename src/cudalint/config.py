@@ -21,6 +21,9 @@ else:  # pragma: no cover
 DEFAULT_TARGET_TORCH = "2.6"
 # Larger files are skipped with an error line: LibCST takes about 0.7 GB per MB of source.
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
+# The memory one file's check may take: its worker process is capped at it (RLIMIT_AS), and a
+# Python file whose size predicts more is skipped with a line.
+DEFAULT_MAX_MEMORY = 4 * 1024 * 1024 * 1024
 # ruff's default excludes, and cudalint's cache and bytecode folders.
 DEFAULT_EXCLUDE = (
     ".bzr", ".cudalint_cache", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg",
@@ -33,7 +36,7 @@ _KEYS = frozenset(
     {
         "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
         "exclude-kinds", "helper", "target-torch", "known-first-party", "respect-gitignore",
-        "max-file-size",
+        "max-file-size", "max-memory",
     }
 )
 
@@ -64,6 +67,7 @@ class Config:
     known_first_party: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped, with a line
+    max_memory: int = DEFAULT_MAX_MEMORY  # bytes one file's check may take
 
     @property
     def target_torch_tuple(self) -> tuple[int, int] | None:
@@ -168,8 +172,9 @@ def _validate(config: Config, path: Path) -> None:
     if config.helper and not _MODULE.fullmatch(config.helper):
         raise ConfigError(f"{where} helper: {config.helper!r} is not a module name such as "
                           "'pkg.device'")
-    if config.max_file_size <= 0:
-        raise ConfigError(f"{where} max-file-size must be a positive number of bytes")
+    for name in ("max-file-size", "max-memory"):
+        if getattr(config, name.replace("-", "_")) <= 0:
+            raise ConfigError(f"{where} {name} must be a positive number of bytes")
     _require_known_selectors(config, where)
 
 

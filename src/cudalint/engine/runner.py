@@ -6,12 +6,13 @@ import difflib
 import fnmatch
 import os
 import re
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudalint.config import DEFAULT_MAX_FILE_SIZE, Config
+from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config
 from cudalint.discovery import discover
 from cudalint.engine import noqa, project
 from cudalint.engine.autofix import FixError, fix_python
@@ -19,7 +20,7 @@ from cudalint.engine.cache import Cache
 from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import error_finding, lint_python
-from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular
+from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
 from cudalint.engine.writer import WriteError, write_fixed
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile
@@ -45,6 +46,7 @@ class RunOptions:
     cache: bool = False  # read and write the project's lint cache (the CLI does by default)
     lint_cache: Cache | None = None  # that cache, opened by `run`
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # the configuration's, set by `run`
+    max_memory: int = DEFAULT_MAX_MEMORY  # the configuration's, set by `run`
 
 
 @dataclass
@@ -111,7 +113,7 @@ def run(
     files finished so far (the files written among them)."""
     enabled = selected_rules(config, options)
     settings = project.settings_for(config)
-    options = replace(options, max_file_size=config.max_file_size)
+    options = replace(options, max_file_size=config.max_file_size, max_memory=config.max_memory)
     unreadable: list[tuple[Path, str]] = []
     found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable)
     tree = project.scan_tree(found, config.max_file_size)
@@ -127,7 +129,8 @@ def run(
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
     counted = None if progress is None else (lambda done: progress(done, len(tasks)))
     try:
-        reports += check_all(tasks, pool_size(options.jobs, len(tasks)), counted)
+        reports += check_all(tasks, pool_size(options.jobs, len(tasks)), counted,
+                             memory_limit=options.max_memory)
     except Interrupted as stop:
         stop.reports[:0] = reports
         if options.fix and not options.diff:  # the files written import it
@@ -184,11 +187,15 @@ class Interrupted(Exception):
 
 
 def check_all(tasks: Sequence[Task], jobs: int,
-              progress: Callable[[int], None] | None = None) -> list[FileReport]:
-    """Each file checked on its own (in `jobs` processes), so they share nothing but results."""
+              progress: Callable[[int], None] | None = None,
+              memory_limit: int | None = None) -> list[FileReport]:
+    """Each file checked on its own (in `jobs` processes, each with `memory_limit` bytes for
+    its file), so they share nothing but results; a worker that dies is its file's error line."""
     from cudalint.engine import pool  # multiprocessing: only when a run checks files
 
-    reports, interrupted = pool.run_all(_check_task, tasks, jobs, progress)
+    function = _check_task if jobs < 2 else _check_in_worker
+    reports, interrupted = pool.run_all(function, tasks, jobs, progress,
+                                        on_death=_died_on, memory_limit=memory_limit)
     if interrupted:
         raise Interrupted(reports)
     return reports
@@ -196,6 +203,21 @@ def check_all(tasks: Sequence[Task], jobs: int,
 
 def _check_task(task: Task) -> FileReport:
     return check_file(*task)
+
+
+# For tests only: a worker process that comes to the file of this name kills itself with
+# SIGKILL, as the OOM killer or a crash in a C extension would end it.
+KILL_WORKER_ON = "CUDALINT_TEST_KILL_WORKER_ON"
+
+
+def _check_in_worker(task: Task) -> FileReport:
+    if task[0].name == os.environ.get(KILL_WORKER_ON):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return check_file(*task)
+
+
+def _died_on(task: Task, reason: str) -> FileReport:
+    return FileReport(task[0], [error_finding(task[0], reason)])
 
 
 def check_file(
@@ -232,8 +254,12 @@ def check_file(
 
 def _read(path: Path, kind: FileKind, options: RunOptions) -> bytes:
     limit = options.max_file_size
-    return read_regular(path, max(limit, MAX_BINARY_SIZE)
-                        if kind is FileKind.SHARED_LIBRARY else limit)
+    if kind is FileKind.SHARED_LIBRARY:
+        return read_regular(path, max(limit, MAX_BINARY_SIZE))
+    data = read_regular(path, limit)
+    if kind is FileKind.PYTHON:
+        require_memory(len(data), options.max_memory)
+    return data
 
 
 def isolated(checker: Checker, job: Job) -> FileReport:
