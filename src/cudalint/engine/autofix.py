@@ -57,7 +57,8 @@ def fix_python(
     fixes need are returned in `needs` instead (a notebook imports once, for all its cells)."""
     bom = BOM if data.startswith(BOM) else b""
     current, applied, needs = data, 0, Needs()
-    result = lint_python(current, path, rules, settings, prefilter=prefilter)
+    result = lint_python(current, path, rules, settings, prefilter=prefilter,
+                         sparse=False)
     found = result.findings
     for _ in range(MAX_PASSES):
         chosen = [fix for _finding, fix, _where in result.fixes
@@ -75,7 +76,8 @@ def fix_python(
         if fixed == current:
             break
         current, applied, needs = fixed, applied + len(chosen), needs | source.needs
-        result = lint_python(current, path, rules, settings, prefilter=prefilter)
+        result = lint_python(current, path, rules, settings, prefilter=prefilter,
+                         sparse=False)
     return FixOutcome(current, applied, result, found, needs)
 
 

@@ -16,6 +16,7 @@ import libcst as cst
 from cudalint.engine import guards, scopes
 from cudalint.engine.bindings import bound_names
 from cudalint.engine.report import Report
+from cudalint.engine.sparse import Hidden
 
 T = TypeVar("T")
 
@@ -43,6 +44,9 @@ class PythonContext:
     module: cst.Module
     settings: Settings = field(default_factory=Settings)
     path: Path | None = None  # the file being checked (resolves relative imports)
+    # The functions LibCST did not read (cudalint.engine.sparse), and the file's whole text.
+    hidden: Hidden = field(default_factory=Hidden)
+    text: str | None = None
     reports: list[Report] = field(default_factory=list)
     # local name -> qualified name; None for names bound by relative (first-party) imports
     aliases: dict[str, str | None] = field(default_factory=dict)
@@ -61,7 +65,12 @@ class PythonContext:
     _main_block_depth: int = 0
 
     def __post_init__(self) -> None:
-        self.top_level_names = _top_level_bindings(self.module)
+        self.top_level_names = _top_level_bindings(self.module) | self.hidden.top_level_names
+
+    @property
+    def code(self) -> str:
+        """The whole file's text, the functions LibCST did not read included."""
+        return self.text if self.text is not None else self.module.code
 
     # -- names ---------------------------------------------------------------------------
     def qualname(self, expr: cst.BaseExpression) -> str | None:

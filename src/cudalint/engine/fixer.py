@@ -17,6 +17,7 @@ from cudalint.finding import Edit, Position
 
 if TYPE_CHECKING:
     from cudalint.engine.context import Settings
+    from cudalint.engine.sparse import Hidden
 
 
 class _Replace(cst.CSTTransformer):
@@ -81,10 +82,12 @@ class EditPlanner:
     layout, its imports, the uses of imported names) is computed once."""
 
     def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange],
-                 settings: Settings) -> None:
+                 settings: Settings, hidden: Hidden | None = None) -> None:
         self.module = module
         self.positions = positions
         self.settings = settings
+        # Functions LibCST did not read: a name they spell out may be a use of the import.
+        self.hidden_words = hidden.words if hidden else frozenset()
         self._layout: Layout | None = None
         self._uses: dict[str, list[cst.CSTNode]] | None = None
         self._imported: frozenset[str] | None = None
@@ -131,5 +134,6 @@ class EditPlanner:
             self._uses = imports.uses(self.module)
         kept = imports.uses(fix.replacement)
         unused = {name for name in candidates
-                  if len(self._uses.get(name, ())) == len(inside[name]) and not kept.get(name)}
+                  if len(self._uses.get(name, ())) == len(inside[name]) and not kept.get(name)
+                  and name not in self.hidden_words}
         return [e.as_edit() for e in imports.removal_edits(self.layout, unused)]

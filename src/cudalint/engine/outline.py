@@ -1,13 +1,14 @@
-"""The cheap first pass: `ast` (C speed) finds where each top-level statement starts, and which
-functions the LibCST traversal may skip.
+"""The cheap first pass: `ast` (C speed) finds which functions LibCST need not read at all
+(`blanked`, cudalint.engine.sparse), where each top-level statement starts, and which functions
+the LibCST traversal may skip when the whole file was parsed (`--fix` parses it whole).
 
 A top-level function or class, or a method of a top-level class, is skipped when its text names
 nothing the enabled rules look for: none of their keywords or words (cudalint.engine.prefilter)
 and no name bound by a relevant top-level statement (`from torch.cuda import amp` makes `amp`
 worth a look, `DEVICE = "cuda"` makes `DEVICE` one). Imports, assignments and every other
 top-level statement are always visited, so the rules still see the file's aliases and
-module-level values. LibCST stays the engine of record: it parses the whole file, and the rules
-visit LibCST nodes.
+module-level values. LibCST stays the engine of record: it parses every relevant statement, and
+the rules visit LibCST nodes.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.sparse import Unit, first_line, units_of
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _SKIPPABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -35,7 +37,7 @@ class Outline:
 
 @dataclass
 class _Statement:
-    node: cst.CSTNode
+    node: cst.CSTNode | None  # None: the first pass before LibCST (`blanked`)
     first: ast.stmt
     nodes: list[ast.stmt]
     text: bytes
@@ -53,7 +55,7 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
     statements = _statements(tree.body, module.body, lines)
     if statements is None:
         return None
-    starts = tuple(_first_line(s.first) - _leading_lines(s.node) for s in statements)
+    starts = tuple(first_line(s.first) - _leading_lines(s.node) for s in statements)
     if prefilter is None:
         return Outline(starts, frozenset())
     relevant, triggers = _relevant(statements, prefilter)
@@ -67,6 +69,29 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
     return Outline(starts, frozenset(skip))
 
 
+def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter) -> list[Unit]:
+    """The units that name nothing the enabled rules look for (cudalint.engine.sparse):
+    irrelevant top-level functions and classes, and the irrelevant methods of the others."""
+    lines = data.splitlines(keepends=True)
+    statements = []
+    for node in tree.body:
+        text = b"".join(lines[first_line(node) - 1 : _last_line([node])])
+        statements.append(_Statement(None, node, [node], text, set(_IDENTIFIER.findall(text))))
+    relevant, triggers = _relevant(statements, prefilter)
+    units = {id(unit.node): unit for unit in units_of(data, tree)}
+    found: list[Unit] = []
+    for index, statement in enumerate(statements):
+        unit = units.get(id(statement.first))
+        if unit is None:
+            continue
+        if index not in relevant:
+            found.append(unit)
+            continue
+        found.extend(m for m in unit.methods
+                     if not prefilter.matches(m.text) and triggers.isdisjoint(m.words))
+    return found
+
+
 def _statements(
     nodes: list[ast.stmt], body: Sequence[cst.CSTNode], lines: list[bytes]
 ) -> list[_Statement] | None:
@@ -78,7 +103,7 @@ def _statements(
         group = nodes[position : position + size]
         if len(group) != size:
             return None
-        text = b"".join(lines[_first_line(group[0]) - 1 : _last_line(group)])
+        text = b"".join(lines[first_line(group[0]) - 1 : _last_line(group)])
         statements.append(_Statement(statement, group[0], group, text,
                                      set(_IDENTIFIER.findall(text))))
         position += size
@@ -115,17 +140,12 @@ def _parse(data: bytes) -> ast.Module | None:
         return None
 
 
-def _first_line(node: ast.stmt) -> int:
-    decorators = getattr(node, "decorator_list", None)
-    return decorators[0].lineno if decorators else node.lineno
-
-
 def _last_line(nodes: list[ast.stmt]) -> int:
     end = nodes[-1].end_lineno
     return end if end is not None else nodes[-1].lineno
 
 
-def _leading_lines(statement: cst.CSTNode) -> int:
+def _leading_lines(statement: cst.CSTNode | None) -> int:
     """The comment and blank lines LibCST keeps in front of the statement's first token."""
     count = len(getattr(statement, "leading_lines", ()))
     decorators = getattr(statement, "decorators", ())

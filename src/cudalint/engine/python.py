@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import codecs
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,10 +15,11 @@ from libcst.metadata import CodeRange
 from cudalint.engine import noqa
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import EditPlanner
-from cudalint.engine.outline import outline, parse_quietly
+from cudalint.engine.outline import Outline, blanked, outline, parse_quietly
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.report import NodeFix, Report
+from cudalint.engine.sparse import Hidden, Unit, blank, leaves, units_of
 from cudalint.engine.traversal import walk
 from cudalint.finding import Edit, Finding, Fix, Position, Severity
 
@@ -35,18 +36,16 @@ class PythonResult:
     # The fix behind each finding that has one, with the range of the node it replaces.
     fixes: list[tuple[Finding, NodeFix, CodeRange]] = field(default_factory=list)
     text: str | None = None  # the module's code: what was read, as LibCST would write it
+    # With `reuse` (cudalint.engine.sparse): every leaf unit, and those whose findings are all
+    # here (the others' are the caller's to keep).
+    units: tuple[Unit, ...] = ()
+    checked: tuple[Unit, ...] = ()
 
 
 def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Finding:
     """A file that could not be checked: reported with its path, as ruff reports a syntax error."""
     where = Position(row, column)
     return Finding(None, message, path, where, where, Severity.ERROR)
-
-
-def parse(data: bytes, path: Path) -> cst.Module | Finding:
-    """The module, or an error finding saying why it could not be read."""
-    parsed = parse_both(data, path)
-    return parsed if isinstance(parsed, Finding) else parsed[1]
 
 
 def parse_both(data: bytes, path: Path) -> tuple[ast.Module, cst.Module] | Finding:
@@ -57,8 +56,13 @@ def parse_both(data: bytes, path: Path) -> tuple[ast.Module, cst.Module] | Findi
     tree = _compiled(data, path)
     if isinstance(tree, Finding):
         return tree
+    parsed = _parse_cst(data.removeprefix(BOM), path)
+    return parsed if isinstance(parsed, Finding) else (tree, parsed)
+
+
+def _parse_cst(source: bytes, path: Path) -> cst.Module | Finding:
     try:
-        return tree, cst.parse_module(data.removeprefix(BOM))
+        return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         return error_finding(path, f"SyntaxError: {error.message}", error.raw_line,
                              error.raw_column + 1)
@@ -116,27 +120,79 @@ def lint_python(
     prefilter: Prefilter | None = None,
     want_edits: bool = False,
     cell: int | None = None,
+    sparse: bool = True,
+    reuse: Callable[[Unit], bool] | None = None,
 ) -> PythonResult:
-    """Findings for one module; the `prefilter` of the enabled rules lets a file skip parsing."""
+    """Findings for one module; the `prefilter` of the enabled rules lets a file skip parsing,
+    and (with `sparse`) lets LibCST skip the functions that name nothing the rules look for
+    (cudalint.engine.sparse): `result.module` then lacks them, so `--fix` parses whole.
+    `reuse(unit)`: True for a leaf unit whose findings the caller knows (an editor's earlier
+    check): it is not read either, and has no findings in the result."""
     if b"\0" in data:  # UTF-16 text: the pre-filter would skip it silently
         return PythonResult([error_finding(path, _null_bytes_reason(data))])
     if prefilter is not None and not prefilter.matches(data):
         return PythonResult([])
-    both = parse_both(data, path)
-    if isinstance(both, Finding):
-        return PythonResult([both])
-    tree, parsed = both
-    ctx = PythonContext(parsed, settings, path=path)
-    first_pass = outline(data.removeprefix(BOM), parsed, prefilter, tree)
+    tree = _compiled(data, path)
+    if isinstance(tree, Finding):
+        return PythonResult([tree])
+    source = data.removeprefix(BOM)
+    units = units_of(source, tree) if reuse is not None else []
+    hidden = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter else []
+    parsed = _parse_cst(blank(source, hidden) if hidden else source, path)
+    if isinstance(parsed, Finding) and hidden:  # never: blanking keeps the file valid
+        hidden, parsed = [], _parse_cst(source, path)
+    if isinstance(parsed, Finding):
+        return PythonResult([parsed])
+    text = source.decode(parsed.encoding)
+    ctx = PythonContext(parsed, settings, path=path, hidden=Hidden(hidden, text), text=text)
+    first_pass = _outline(source, parsed, tree, prefilter, hidden)
     reported = walk(ctx, rules, () if first_pass is None else first_pass.skip)
-    text = data.removeprefix(BOM).decode(parsed.encoding)
+    result = PythonResult([], parsed, text=text, units=tuple(leaves(units)),
+                          checked=_checked(units, hidden, reuse))
     if not ctx.reports:
-        return PythonResult([], parsed, text=text)
+        return result
     positions = (whole_module_positions(parsed) if first_pass is None
                  else StatementPositions(parsed, first_pass.starts, reported))
-    result = PythonResult([], parsed, text=text)
     _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell)
     return result
+
+
+def _hidden(source: bytes, tree: ast.Module, prefilter: Prefilter, units: list[Unit],
+            reuse: Callable[[Unit], bool] | None) -> list[Unit]:
+    """The units LibCST does not read: those the first pass finds irrelevant, and those the
+    caller reuses (never a unit inside another)."""
+    found = blanked(source, tree, prefilter)
+    if reuse is None:
+        return found
+    skipped = {id(unit.node) for unit in found}
+    outer = {id(unit.node) for unit in found if unit.top_level}
+    for unit in units:
+        if id(unit.node) in outer:
+            continue
+        found.extend(leaf for leaf in leaves([unit])
+                     if id(leaf.node) not in skipped and reuse(leaf))
+    return found
+
+
+def _checked(units: list[Unit], hidden: list[Unit],
+             reuse: Callable[[Unit], bool] | None) -> tuple[Unit, ...]:
+    """The leaf units whose findings are all in the result (all but the reused ones)."""
+    if reuse is None:
+        return ()
+    hidden_ids = {id(unit.node) for unit in hidden}
+    return tuple(leaf for leaf in leaves(units)
+                 if id(leaf.node) not in hidden_ids or not reuse(leaf))
+
+
+def _outline(source: bytes, parsed: cst.Module, tree: ast.Module, prefilter: Prefilter | None,
+             hidden: list[Unit]) -> Outline | None:
+    """Where each statement LibCST read starts; with the whole file read, which functions the
+    traversal skips."""
+    if not hidden:
+        return outline(source, parsed, prefilter, tree)
+    gone = {id(unit.node) for unit in hidden if unit.top_level}
+    kept = ast.Module(body=[n for n in tree.body if id(n) not in gone], type_ignores=[])
+    return outline(source, parsed, None, kept)
 
 
 def _positioned(
@@ -152,7 +208,7 @@ def _positioned(
     module = ctx.module
     suppress = noqa.parse_python_noqa(result.text or "")
     seen: set[tuple[str, int, int]] = set()
-    planner = EditPlanner(module, positions, settings) if want_edits else None
+    planner = EditPlanner(module, positions, settings, ctx.hidden) if want_edits else None
     for report in ctx.reports:
         finding = _finding(report, positions[report.node], path, cell)
         key = (report.code, finding.location.row, finding.location.column)

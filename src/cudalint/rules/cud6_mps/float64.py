@@ -162,7 +162,7 @@ class Float64OnDevice(TracksAssignments):
 
     def _uses_devices(self) -> bool:
         """A CPU-only script may well want float64 by default; one that uses a device can't."""
-        code = self.ctx.module.code
+        code = self.ctx.code
         return any(word in code for word in ("device", "cuda", "mps"))
 
     # -- following a tensor ---------------------------------------------------------------

@@ -216,7 +216,15 @@ class OpWithoutMpsKernel(PythonRule):
                         found.setdefault(target.target.value, []).append(node.value)
 
         self.ctx.module.visit(_Collect())
-        return {name: values[0] for name, values in found.items() if len(values) == 1}
+        hidden = self.ctx.hidden.assigned  # in the functions LibCST did not read
+        once = {name: values[0] for name, values in found.items()
+                if len(values) + len(hidden.get(name, ())) == 1}
+        for name, values in hidden.items():
+            value = self.ctx.hidden.expression(values[0]) \
+                if len(values) == 1 and name not in found else None
+            if value is not None:
+                once[name] = value
+        return once
 
     @cached_property
     def _fallback(self) -> str | None:

@@ -1,0 +1,140 @@
+"""Parse only what the rules must see.
+
+LibCST's parse costs about ten times CPython's, and most functions of a large file name nothing
+the rules look for. The first pass (cudalint.engine.outline) finds those units: top-level
+functions and classes, and methods of top-level classes. They are blanked before LibCST reads
+the file: every line of a unit is emptied (a method keeps a `pass`, so its class stays valid),
+which keeps every other line, and so every position, where it was. What whole-module questions
+still need to know about the blanked units (their names, the words they use, the names they
+assign) comes from `ast`, in `Hidden`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import libcst as cst
+
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_UNITS = (*_FUNCTIONS, ast.ClassDef)
+
+
+@dataclass(frozen=True, eq=False)
+class Unit:
+    """A top-level function or class, or a method of a top-level class."""
+
+    first: int  # its first line (1-based; its decorators included)
+    last: int  # its last line
+    text: bytes  # lines first..last as they are in the file
+    node: ast.stmt = field(repr=False)
+    methods: tuple[Unit, ...] = ()
+    top_level: bool = True
+
+    @property
+    def name(self) -> str:
+        return getattr(self.node, "name", "")
+
+    @cached_property
+    def words(self) -> frozenset[bytes]:
+        return frozenset(_IDENTIFIER.findall(self.text))
+
+
+def units_of(data: bytes, tree: ast.Module) -> list[Unit]:
+    """The top-level functions and classes of the module `tree` was parsed from, in order."""
+    lines = data.splitlines(keepends=True)
+    found = []
+    for node in tree.body:
+        if isinstance(node, _UNITS):
+            methods = tuple(_unit(m, lines, top_level=False) for m in node.body
+                            if isinstance(m, _FUNCTIONS)) if isinstance(node, ast.ClassDef) else ()
+            found.append(_unit(node, lines, methods=methods))
+    return found
+
+
+def leaves(units: Iterable[Unit]) -> Iterator[Unit]:
+    """The units a cache can hold: functions, methods, and classes without methods."""
+    for unit in units:
+        if unit.methods:
+            yield from unit.methods
+        else:
+            yield unit
+
+
+def _unit(node: ast.stmt, lines: list[bytes], *, methods: tuple[Unit, ...] = (),
+          top_level: bool = True) -> Unit:
+    first = first_line(node)
+    last = node.end_lineno or node.lineno
+    return Unit(first, last, b"".join(lines[first - 1 : last]), node, methods, top_level)
+
+
+def first_line(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", None)
+    return decorators[0].lineno if decorators else node.lineno
+
+
+def blank(data: bytes, units: Iterable[Unit]) -> bytes:
+    """`data` with the units' lines emptied; a method's first line becomes `pass` at its
+    indentation. Every line ending, and so every other line's number, is kept."""
+    lines = data.splitlines(keepends=True)
+    for unit in units:
+        for index in range(unit.first - 1, unit.last):
+            lines[index] = _ending(lines[index])
+        if not unit.top_level:
+            original = unit.text.splitlines(keepends=True)[0]
+            indent = original[: len(original) - len(original.lstrip(b" \t"))]
+            lines[unit.first - 1] = indent + b"pass" + _ending(original)
+    return b"".join(lines)
+
+
+def _ending(line: bytes) -> bytes:
+    if line.endswith(b"\r\n"):
+        return b"\r\n"
+    return line[-1:] if line.endswith((b"\n", b"\r")) else b""
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """What the blanked units hold, for the questions about the whole module."""
+
+    units: Collection[Unit] = ()
+    text: str = ""  # the whole file's text
+
+    def __bool__(self) -> bool:
+        return bool(self.units)
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        """Every identifier their text names (a conservative stand-in for their uses)."""
+        return frozenset(w.decode() for unit in self.units for w in unit.words)
+
+    @cached_property
+    def top_level_names(self) -> frozenset[str]:
+        return frozenset(unit.name for unit in self.units if unit.top_level)
+
+    @cached_property
+    def assigned(self) -> dict[str, list[ast.expr]]:
+        """The values of their `name = ...` statements, at any depth, by name."""
+        found: dict[str, list[ast.expr]] = defaultdict(list)
+        for unit in self.units:
+            for node in ast.walk(unit.node):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name):
+                            found[target.id].append(node.value)
+        return dict(found)
+
+    def expression(self, node: ast.expr) -> cst.BaseExpression | None:
+        """One of those values as LibCST reads it (with no position in the module)."""
+        segment = ast.get_source_segment(self.text, node)
+        if segment is None:
+            return None
+        try:
+            return cst.parse_expression(f"({segment})")
+        except (cst.ParserSyntaxError, ValueError, RecursionError):
+            return None

@@ -1,0 +1,135 @@
+"""LibCST reads only the relevant functions (cudalint.engine.sparse): the findings, and their
+fixes, are those of a check that reads the whole file."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.python import PythonResult, lint_python
+from cudalint.engine.sparse import blank, leaves, units_of
+from cudalint.rules import all_rules
+from cudalint.rules.base import PythonRule
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))
+SETTINGS = Settings(target_torch=(2, 13))
+PREFILTER = Prefilter.for_rules(RULES, SETTINGS)
+
+SOURCE = '''\
+"""Training helpers."""
+import torch
+
+
+@torch.no_grad()
+def evaluate(model, batch):
+    return model(batch).mean()
+
+
+class Trainer:
+\tscale = 2
+
+\t@staticmethod
+\tdef log(message):
+\t\tprint(message)
+
+\tdef step(self, batch):
+\t\treturn batch.cuda()
+'''
+
+
+def _check(source: str, *, sparse: bool, want_edits: bool = True) -> PythonResult:
+    return lint_python(source.encode(), Path("train.py"), RULES, SETTINGS, prefilter=PREFILTER,
+                       want_edits=want_edits, sparse=sparse)
+
+
+def test_units_are_top_level_functions_classes_and_their_methods() -> None:
+    units = units_of(SOURCE.encode(), ast.parse(SOURCE))
+    assert [(u.name, u.first, u.last) for u in units] == [("evaluate", 5, 7), ("Trainer", 10, 18)]
+    assert [(m.name, m.first, m.last) for m in units[1].methods] == [("log", 13, 15),
+                                                                    ("step", 17, 18)]
+    assert [u.name for u in leaves(units)] == ["evaluate", "log", "step"]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_blanking_keeps_every_other_line_where_it_was(newline: str) -> None:
+    data = SOURCE.replace("\n", newline).encode()
+    units = units_of(data, ast.parse(data))
+    sparse = blank(data, [units[0], units[1].methods[0]])
+    lines, before = sparse.splitlines(keepends=True), data.splitlines(keepends=True)
+    assert len(lines) == len(before)
+    assert lines[4:7] == [newline.encode()] * 3  # the function, its decorator included
+    assert lines[12] == b"\tpass" + newline.encode()  # the method keeps its class valid
+    assert lines[13:15] == [newline.encode()] * 2
+    kept = [i for i in range(len(lines)) if not 4 <= i <= 6 and not 12 <= i <= 14]
+    assert [lines[i] for i in kept] == [before[i] for i in kept]
+    ast.parse(sparse)
+
+
+def test_irrelevant_functions_are_not_read_and_the_findings_are_the_same() -> None:
+    sparse, whole = _check(SOURCE, sparse=True), _check(SOURCE, sparse=False)
+    assert sparse.module is not None and whole.module is not None
+    assert "model(batch)" not in sparse.module.code and "print(message)" not in sparse.module.code
+    assert "batch.cuda()" in sparse.module.code
+    assert [f.code for f in sparse.findings] == ["CUD102"]
+    assert sparse.findings == whole.findings
+    assert sparse.text == SOURCE
+
+
+def test_an_import_a_hidden_function_uses_is_not_removed() -> None:
+    """`torch.cuda.current_device()` becomes `current_device()`: `import torch` goes only when
+    nothing else uses it, and `helper` (not read by LibCST) does."""
+    tail = "\n\ndef main():\n    return torch.cuda.current_device()\n"
+    used = "import torch\n\n\ndef helper(x):\n    return torch.zeros_like(x)\n" + tail
+    unused = "import torch\n\n\ndef helper(x):\n    return x * 2\n" + tail
+    for source, removed in ((used, False), (unused, True)):
+        sparse, whole = _check(source, sparse=True), _check(source, sparse=False)
+        assert sparse.module is not None and "helper" not in sparse.module.code
+        assert sparse.findings == whole.findings
+        fix = sparse.findings[0].fix
+        assert fix is not None
+        assert any(e.content == "" and e.location.row == 1 for e in fix.edits) is removed
+
+
+def test_a_value_assigned_in_a_hidden_function_is_still_followed() -> None:
+    """CUD602 follows `t = torch.randn(...)`, assigned once in the module, to `t.mode()`."""
+    source = ("import torch\n\n\ndef make():\n    t = torch.randn(4, 4)\n    return t\n\n\n"
+              "def use():\n    return t.mode()\n")
+    sparse, whole = _check(source, sparse=True), _check(source, sparse=False)
+    assert sparse.module is not None and "randn" not in sparse.module.code
+    assert [f.code for f in sparse.findings] == ["CUD602"]
+    assert sparse.findings == whole.findings
+    twice = source.replace("    return t\n", "    t = torch.randn(2)\n    return t\n")
+    assert _check(twice, sparse=True).findings == _check(twice, sparse=False).findings == []
+
+
+def test_whole_file_facts_see_the_hidden_functions() -> None:
+    """CUD601 reports a float64 default only in a file that uses a device (`"mps"` here, in a
+    function LibCST does not read)."""
+    source = ("import torch\n\ntorch.set_default_dtype(torch.float64)\n\n\n"
+              "def where():\n    return 'mps'\n")
+    sparse = _check(source, sparse=True)
+    assert [f.code for f in sparse.findings] == ["CUD601"]
+    assert sparse.findings == _check(source, sparse=False).findings
+    assert _check(source.replace("'mps'", "'cpu'"), sparse=True).findings == []
+
+
+def test_reused_units_are_not_read_and_have_no_findings() -> None:
+    """What an editor's re-check asks: `step` is known, so it is neither read nor reported;
+    every other leaf unit is complete in the result."""
+    source = SOURCE + "\n\ndef move(x):\n    return x.cuda()\n"
+    result = lint_python(source.encode(), Path("train.py"), RULES, SETTINGS,
+                         prefilter=PREFILTER, reuse=lambda unit: unit.name == "step")
+    assert [u.name for u in result.units] == ["evaluate", "log", "step", "move"]
+    assert [u.name for u in result.checked] == ["evaluate", "log", "move"]
+    assert [(f.code, f.location.row) for f in result.findings] == [("CUD102", 22)]
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: p.name)
+def test_fixtures_give_the_same_findings_and_fixes(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    assert _check(source, sparse=True).findings == _check(source, sparse=False).findings
