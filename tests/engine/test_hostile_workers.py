@@ -209,3 +209,4 @@ def test_workers_end_when_cudalint_is_killed(tmp_path):
     process.communicate(timeout=30)
     _assert_group_ends(process.pid, 5)
     assert 0 < len(_whole(files, fixed)) < MANY
+    assert not list(files[0].parent.glob(".*.tmp"))  # a write in hand was finished

@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import stat
 import struct
+import subprocess
+import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,8 @@ import pytest
 from cudalint.engine import autofix
 from cudalint.engine.writer import WriteError, write_fixed
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
+
+SOURCE = str(Path(__file__).parents[2] / "src")
 
 
 def _refuse(monkeypatch: pytest.MonkeyPatch, module: object, name: str, path: Path,
@@ -205,3 +211,29 @@ def _refusing_descriptors(setxattr):
             raise OSError(errno.EPERM, os.strerror(errno.EPERM))
         return setxattr(target, *args, **kwargs)
     return refusing
+
+
+def test_sigterm_during_a_write_lets_it_finish(tmp_path):
+    """A worker gets SIGTERM when cudalint dies: the file in hand is written whole, no
+    temporary file is left, and then the process ends as SIGTERM says."""
+    path = tmp_path / "train.py"
+    path.write_text(GOOD)
+    script = textwrap.dedent(f"""
+        import os, signal
+        from pathlib import Path
+        from cudalint.engine import writer
+
+        replace = os.replace
+        def replace_after_sigterm(source, target):
+            os.kill(os.getpid(), signal.SIGTERM)  # after the temporary file, before the rename
+            replace(source, target)
+        os.replace = replace_after_sigterm
+        writer.write_fixed(Path({str(path)!r}), b"fixed\\n", {GOOD.encode()!r})
+        print("not reached")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": SOURCE})
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert "not reached" not in done.stdout
+    assert path.read_text() == "fixed\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]

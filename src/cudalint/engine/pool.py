@@ -7,7 +7,7 @@ fresh worker takes the rest. Each worker's address space is capped at its size w
 plus `memory_limit` (RLIMIT_AS), so that one file cannot take the machine's memory: Python
 raises MemoryError, and native code that cannot allocate aborts its worker. Workers die with the
 process that started them, even when it is killed with SIGKILL (they would otherwise wait for
-work forever)."""
+work forever); they get SIGTERM, which lets a write in hand finish (engine.writer)."""
 
 from __future__ import annotations
 
@@ -265,6 +265,7 @@ def _start_worker(parent: int, memory_limit: int | None) -> None:
     """In each worker: Ctrl-C (sent to the whole process group) only stops taking new items,
     the worker ends when its parent does, and its memory is capped."""
     signal.signal(signal.SIGINT, lambda _number, _frame: _interrupted.set())
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if not _die_with_parent():
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     if os.getppid() != parent:  # the parent died before the worker could ask to follow it
@@ -302,7 +303,8 @@ def _die_with_parent() -> bool:
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):
-        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL) == 0
+        # SIGTERM: a write in progress finishes first (engine.writer), then the worker ends.
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM) == 0
     return False
 
 

@@ -39,7 +39,7 @@ def write_fixed(path: Path, data: bytes, original: bytes) -> None:
     try:
         info = os.lstat(path)
         _require_writable(path, info)
-        with _sigint_deferred():
+        with _signals_deferred():
             try:
                 _replace(path, data, original, info)
             except _CannotKeep:
@@ -167,17 +167,28 @@ def _require_unchanged(current: bytes, original: bytes) -> None:
         raise WriteError("not written: the file changed since it was read")
 
 
+_DEFERRED = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Let a write finish before Ctrl-C takes effect (only the main thread has signals)."""
+def _signals_deferred() -> Iterator[None]:
+    """Let a write finish before Ctrl-C or SIGTERM (which a worker gets when cudalint dies)
+    takes effect, so that no temporary file is left behind (only the main thread has
+    signals)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda number, _frame: received.append(number))
+    previous = {number: signal.signal(number, lambda got, _frame: received.append(got))
+                for number in _DEFERRED}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if received and callable(previous):
-        previous(signal.SIGINT, None)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    for got in dict.fromkeys(received):
+        handler = previous[signal.Signals(got)]
+        if callable(handler):
+            handler(got, None)
+        elif handler == signal.SIG_DFL:
+            os.kill(os.getpid(), got)  # its default action, now that the write is done
