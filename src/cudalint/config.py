@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,6 +43,15 @@ _KEYS = frozenset(
 
 _TYPE_NAMES = {list: "a list", dict: "a table", str: "a string", int: "a whole number",
                bool: "true or false"}
+
+
+class Selection(NamedTuple):
+    """One source's choice of rules (the configuration, the command line): its `select`
+    (None: it keeps what the sources before it chose), `extend-select` and `ignore`."""
+
+    select: Sequence[str] | None
+    extend_select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
 
 
 class ConfigError(Exception):

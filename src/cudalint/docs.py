@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cudalint.rules import primary_rules
+from cudalint.rules import index, primary_rules
 from cudalint.rules.base import Rule
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
@@ -64,3 +64,4 @@ def write_pages(folder: Path) -> None:
 
 if __name__ == "__main__":
     write_pages(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/rules"))
+    index.write()  # data/rule_index.json: which module holds which rule

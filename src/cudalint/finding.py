@@ -98,3 +98,14 @@ class Finding:
     def sort_key(self) -> tuple[str, int, int, int, str]:
         return (str(self.path), self.cell or 0, self.location.row, self.location.column,
                 self.code or "")
+
+
+def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Finding:
+    """A file that could not be checked: reported with its path, as ruff reports a syntax error."""
+    where = Position(row, column)
+    return Finding(None, message, path, where, where, Severity.ERROR)
+
+
+def rule_url(code: str) -> str:
+    """The documentation page of a rule code."""
+    return f"https://cudalint.readthedocs.io/en/latest/rules/{code}/"

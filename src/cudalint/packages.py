@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import sys
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+from cudalint import data
 from cudalint.finding import Severity
 
 
@@ -29,7 +23,6 @@ class CudaPackage:
 
 @cache
 def load_packages() -> tuple[CudaPackage, ...]:
-    text = resources.files("cudalint.data").joinpath("cuda_packages.toml").read_text("utf-8")
     return tuple(
         CudaPackage(
             name=entry["name"],
@@ -39,7 +32,7 @@ def load_packages() -> tuple[CudaPackage, ...]:
             alternative=entry["alternative"],
             severity=Severity[entry.get("severity", "error").upper()],
         )
-        for entry in tomllib.loads(text)["package"]
+        for entry in data.load("cuda_packages.toml")["package"]
     )
 
 

@@ -1,6 +1,8 @@
 """Generated programs with CUDA code spliced in, and the properties every run must keep: the
 engine never crashes, every fix parses, fixing is idempotent, and a file without findings is
-left byte for byte. Shared by the test (a bounded, derandomized run) and scripts/fuzz.py."""
+left byte for byte, and reading only the relevant functions (cudalint.engine.sparse) finds
+what reading the whole file finds. Shared by the test (a bounded, derandomized run) and
+scripts/fuzz.py."""
 
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from hypothesis import strategies as st
 
 from cudalint.config import Config
 from cudalint.engine import project
+from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.python import lint_python
 from cudalint.engine.runner import RunOptions, check_file
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules
+from cudalint.rules.base import PythonRule
 
 CUDA_LINES = (
     "import torch\n",
@@ -25,6 +30,8 @@ CUDA_LINES = (
     "with torch.cuda.amp.autocast():\n    y = net(x.cuda(non_blocking=True))\n",
     "torch.backends.cudnn.benchmark = True\n",
     "t = x.to('cuda:0').double()\n",
+    "def train_step(model, x):\n    x = x.cuda()\n    return model(x)\n",
+    "class Net:\n    def to_gpu(self):\n        return self.cuda()\n",
 )
 
 
@@ -49,6 +56,12 @@ def check_properties(folder: Path, source: str) -> None:
     settings = project.settings_for(Config(root=folder, target_torch="2.6", helper="pkg.device"))
     rules = all_rules()
     checked = check_file(path, FileKind.PYTHON, rules, settings, RunOptions())
+    python_rules = [r for r in rules if issubclass(r, PythonRule)]
+    prefilter = Prefilter.for_rules(python_rules, settings)
+    sparse, whole = (lint_python(original, path, python_rules, settings, prefilter=prefilter,
+                                 want_edits=True, sparse=read_sparse)
+                     for read_sparse in (True, False))
+    assert sparse.findings == whole.findings, "reading only the relevant functions differs"
     fixed = check_file(path, FileKind.PYTHON, rules, settings,
                        RunOptions(fix=True, unsafe_fixes=True))
     after = path.read_bytes()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cudalint.config import Selection
 from cudalint.engine.python import error_finding
 from cudalint.engine.runner import run_file_rules
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules import Selection, all_rules, primary_rules, rule_by_code, select
+from cudalint.rules import all_rules, primary_rules, rule_by_code, select
 from cudalint.rules.base import FileRule, PythonRule
 
 
@@ -46,3 +47,25 @@ def test_a_failing_rule_is_an_error_line_and_duplicates_collapse():
     found = run_file_rules([_Broken(), _Twice()], source)
     assert [f.message for f in found] == [
         "CUD999 could not read the file (internal error: ValueError)", "invalid YAML"]
+
+
+def test_the_rule_index_is_current():
+    from cudalint.rules import index
+
+    assert index.path().read_text(encoding="utf-8") == index.generated(), (
+        "regenerate with `python -m cudalint.docs docs/rules` (data/rule_index.json is stale)")
+
+
+def test_the_rules_of_some_kinds_are_those_of_the_whole_registry():
+    from cudalint.rules import for_kinds
+    from cudalint.rules.index import codes
+
+    assert codes() == {rule.code for rule in all_rules()}
+    for kinds in ([FileKind.PYTHON], [FileKind.REQUIREMENTS, FileKind.DOCKERFILE],
+                  list(FileKind)):
+        python = {FileKind.PYTHON, FileKind.NOTEBOOK} & set(kinds)
+        reading = [r for r in all_rules() if (issubclass(r, PythonRule) and python)
+                   or (issubclass(r, FileRule) and set(r.file_kinds) & set(kinds))]
+        chosen = for_kinds(kinds)
+        assert [r for r in chosen if r in reading] == reading  # each one, in the same order
+    assert set(for_kinds(list(FileKind))) == set(all_rules())

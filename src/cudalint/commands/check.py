@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from cudalint import rules
 from cudalint.config import Config, ConfigError, load_config, project_root
 from cudalint.discovery import MissingPathError
 from cudalint.engine.runner import FileReport, Interrupted, RunOptions, run
-from cudalint.output.progress import DelayedProgress, wants_progress
+from cudalint.output.printer import Printer
+from cudalint.output.progress import HUMAN_FORMATS, DelayedProgress, wants_progress
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 _WITH_EDITS = ("json", "sarif")
+_FORMAT_MODULES = {"json": "json_format"}  # the output module of a format, where not its name
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -61,15 +63,24 @@ def _run_with_progress(args: argparse.Namespace, config: Config,
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
-    for selector in [*(args.select or []), *(args.ignore or []), *args.extend_select]:
-        if not rules.is_known_selector(selector):
-            return f"unknown rule selector {selector!r} (see `cudalint rule --all`)"
+    unknown = _unknown_selector([*(args.select or []), *(args.ignore or []),
+                                 *args.extend_select])
+    if unknown is not None:
+        return f"unknown rule selector {unknown!r} (see `cudalint rule --all`)"
     others = [p for p in args.paths if str(p) != "-"]
     if others and (args.stdin_filename is not None or len(others) < len(args.paths)):
         return "standard input (`-` or --stdin-filename) cannot be checked with other paths"
     if args.fix_only and args.diff:
         return "--fix-only and --diff cannot be used together"
     return None
+
+
+def _unknown_selector(selectors: list[str]) -> str | None:
+    if not selectors:
+        return None
+    from cudalint import rules  # the registry: only when the command line names codes
+
+    return next((s for s in selectors if not rules.is_known_selector(s)), None)
 
 
 def _options(args: argparse.Namespace, *, in_memory: bool) -> RunOptions:
@@ -103,35 +114,40 @@ def _shown_path(args: argparse.Namespace, reading_stdin: bool) -> Path:
 
 def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOptions,
            config: Config, out: TextIO) -> None:
-    from cudalint.output import github, gitlab, json_format, junit, sarif
-
-    machine = {"json": json_format.render, "github": github.render, "junit": junit.render,
-               "sarif": sarif.render, "gitlab": lambda r: gitlab.render(r, project_root(config))}
-    if args.output_format in machine:
-        out.write(machine[args.output_format](reports))
+    if args.output_format not in HUMAN_FORMATS:
+        out.write(_machine_format(args.output_format, reports, config))
         return
-    from rich.console import Console  # only for the human formats: 0.1 s of start-up
-
     from cudalint.output import text
 
-    console = Console(file=out, highlight=False, soft_wrap=True)
+    printer = Printer(out)
     if args.statistics:
-        text.render_statistics(reports, console)
+        text.render_statistics(reports, printer)
         return
     if args.diff:
         if not options.in_memory:  # standard input's diff went to stdout already
-            text.render_diffs(reports, console)
+            text.render_diffs(reports, printer)
     elif not args.fix_only:
-        text.render_findings(reports, console, full=args.output_format == "full")
+        text.render_findings(reports, printer, full=args.output_format == "full")
     if args.show_fixes:
-        text.render_fixes(reports, console)
+        text.render_fixes(reports, printer)
     if args.fix_only:
-        text.render_fixed(reports, console)
+        text.render_fixed(reports, printer)
     elif not args.quiet:
-        text.render_footer(reports, console, fixing=options.fix, diff=options.diff,
+        text.render_footer(reports, printer, fixing=options.fix, diff=options.diff,
                            unsafe=options.unsafe_fixes)
     if not args.quiet:
-        text.render_helpers(reports, console, diff=options.diff)
+        text.render_helpers(reports, printer, diff=options.diff)
+
+
+def _machine_format(name: str, reports: list[FileReport], config: Config) -> str:
+    """A machine-readable format's text; only that format's module is imported."""
+    if name == "gitlab":
+        from cudalint.output import gitlab
+
+        return gitlab.render(reports, project_root(config))
+    module = importlib.import_module(f"cudalint.output.{_FORMAT_MODULES.get(name, name)}")
+    rendered: str = module.render(reports)
+    return rendered
 
 
 def _exit_code(reports: list[FileReport], args: argparse.Namespace) -> int:

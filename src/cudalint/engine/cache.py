@@ -24,9 +24,8 @@ import cudalint
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import Settings
+    from cudalint.engine.settings import Settings
     from cudalint.kinds import FileKind
-    from cudalint.rules.base import Rule
 
 FOLDER = ".cudalint_cache"
 NO_CACHE_ENV = "CUDALINT_NO_CACHE"
@@ -42,8 +41,9 @@ class Cache:
     salt: str  # the part of every key that is the same for the whole run
 
     @classmethod
-    def open(cls, root: Path, want_edits: bool) -> Cache | None:
-        """The cache of the project at `root`, or None when it is turned off or unwritable."""
+    def open(cls, root: Path, want_edits: bool, selection: object) -> Cache | None:
+        """The cache of the project at `root`, or None when it is turned off or unwritable.
+        `selection` (JSON) is what picks each file's rules: selectors and per-file ignores."""
         if os.environ.get(NO_CACHE_ENV, "") not in ("", "0"):
             return None
         folder = Path(os.environ.get(CACHE_DIR_ENV) or root / FOLDER)
@@ -51,14 +51,13 @@ class Cache:
             _prepare(folder)
         except OSError:
             return None
-        salt = json.dumps([cudalint.__version__, _installed_files(), want_edits])
+        salt = json.dumps([cudalint.__version__, _installed_files(), want_edits, selection],
+                          default=repr)
         return cls(folder, salt)
 
-    def key(self, path: Path, kind: FileKind, rules: Sequence[type[Rule]], settings: Settings,
-            data: bytes) -> str:
-        rule_ids = [f"{r.code}:{r.__module__}.{r.__qualname__}" for r in rules]
-        head = json.dumps([self.salt, str(path.resolve()), kind.value, rule_ids,
-                           _settings(settings)], default=repr)
+    def key(self, path: Path, kind: FileKind, settings: Settings, data: bytes) -> str:
+        head = json.dumps([self.salt, str(path.resolve()), kind.value, _settings(settings)],
+                          default=repr)
         return hashlib.sha256(head.encode() + b"\0" + data).hexdigest()
 
     def load(self, key: str, path: Path) -> tuple[list[Finding], str | None] | None:

@@ -16,27 +16,10 @@ import libcst as cst
 from cudalint.engine import guards, scopes
 from cudalint.engine.bindings import bound_names
 from cudalint.engine.report import Report
+from cudalint.engine.settings import Settings
 from cudalint.engine.sparse import Hidden
 
 T = TypeVar("T")
-
-# The helper functions a fix may call, all defined beside pick_device in the helper module.
-HELPER_MODULE_DEFAULT = "cudalint.device"
-
-
-@dataclass
-class Settings:
-    """The parts of the configuration a rule may read."""
-
-    helper_module: str = HELPER_MODULE_DEFAULT
-    target_torch: tuple[int, int] = (2, 6)
-    first_party: frozenset[str] = frozenset()
-    extension_modules: frozenset[str] = frozenset()  # the project's own compiled CUDA extensions
-    # A class of the checked tree defines its own `cuda` method: `x.cuda()` may be one of
-    # them, so rewriting it to `.to(...)` is not safe.
-    own_cuda_method: bool = False
-    # Where the helper module's file goes when the run writes it (the standalone helper).
-    helper_file: Path | None = None
 
 
 @dataclass

@@ -16,10 +16,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version
-from cudalint.engine.context import HELPER_MODULE_DEFAULT, Settings
 from cudalint.engine.helper_place import helper_place, is_helper_copy
 from cudalint.engine.reader import ReadError, read_regular, read_text
-from cudalint.engine.setup_py import SetupFacts, read_setup
+from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
 from cudalint.engine.torch_floor import declares, torch_floor
 from cudalint.kinds import FileKind
 
@@ -115,7 +114,11 @@ def _is_package(folder: Path) -> bool:
 def setup_facts(root: Path) -> SetupFacts:
     """What the project's setup.py declares (read, never executed)."""
     text = read_text(root / "setup.py")
-    return SetupFacts() if text is None else read_setup(text)
+    if text is None:
+        return SetupFacts()
+    from cudalint.engine.setup_py import read_setup  # LibCST: only for a project with one
+
+    return read_setup(text)
 
 
 def extension_modules(root: Path) -> frozenset[str]:

@@ -21,7 +21,7 @@ from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.report import NodeFix, Report
 from cudalint.engine.sparse import Hidden, Unit, blank, leaves, units_of
 from cudalint.engine.traversal import walk
-from cudalint.finding import Edit, Finding, Fix, Position, Severity
+from cudalint.finding import Edit, Finding, Fix, Position, error_finding
 
 if TYPE_CHECKING:
     from cudalint.rules.base import PythonRule
@@ -40,12 +40,6 @@ class PythonResult:
     # here (the others' are the caller's to keep).
     units: tuple[Unit, ...] = ()
     checked: tuple[Unit, ...] = ()
-
-
-def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Finding:
-    """A file that could not be checked: reported with its path, as ruff reports a syntax error."""
-    where = Position(row, column)
-    return Finding(None, message, path, where, where, Severity.ERROR)
 
 
 def parse_both(data: bytes, path: Path) -> tuple[ast.Module, cst.Module] | Finding:

@@ -7,23 +7,20 @@ import fnmatch
 import os
 import re
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config
+from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, Selection
 from cudalint.discovery import discover
-from cudalint.engine import noqa, project
-from cudalint.engine.autofix import FixError, fix_python
+from cudalint.engine import project
 from cudalint.engine.cache import Cache
-from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import error_finding, lint_python
 from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
+from cudalint.engine.settings import Settings
 from cudalint.engine.writer import WriteError, write_fixed
-from cudalint.finding import Finding
-from cudalint.formats import dockerfile
+from cudalint.finding import Finding, error_finding
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.runtime.helper import write_helper
 
@@ -94,13 +91,28 @@ def checker_for(kind: FileKind) -> Checker:
 
 # The engine sits below the rules: the registry (which imports every rule module) is loaded
 # when a run selects its rules, never by importing the engine.
-def selected_rules(config: Config, options: RunOptions) -> tuple[type[Rule], ...]:
+def selected_rules(config: Config, options: RunOptions,
+                   kinds: Iterable[FileKind] | None = None) -> tuple[type[Rule], ...]:
+    """The rules enabled; with `kinds`, only those that read files of these kinds are
+    imported and returned (every rule reads at least one kind)."""
     from cudalint import rules as registry
 
-    return registry.select([
-        registry.Selection(config.select, config.extend_select, config.ignore),
-        registry.Selection(options.select, options.extend_select, options.ignore or ()),
-    ])
+    candidates = None if kinds is None else registry.for_kinds(kinds)
+    return registry.select(_sources(config, options), candidates)
+
+
+def _sources(config: Config, options: RunOptions) -> list[Selection]:
+    """The configuration's choice of rules, then the command line's, resolved as ruff does."""
+    return [Selection(config.select, config.extend_select, config.ignore),
+            Selection(options.select, options.extend_select, options.ignore or [])]
+
+
+def _selection(config: Config, options: RunOptions) -> object:
+    """What picks the rules of every file, for the cache's keys: the rules themselves are not
+    imported by a run that only replays (the cache's fingerprint of cudalint's own files
+    stands for the rules each selector names)."""
+    per_file = sorted((glob, sorted(codes)) for glob, codes in config.per_file_ignores.items())
+    return [_sources(config, options), per_file, str(config.root)]
 
 
 Progress = Callable[[int, int], None]  # called with (files done, files in all) after each
@@ -111,7 +123,6 @@ def run(
 ) -> list[FileReport]:
     """Every file's report, in path order. Ctrl-C raises `Interrupted` with the reports of the
     files finished so far (the files written among them)."""
-    enabled = selected_rules(config, options)
     settings = project.settings_for(config)
     options = replace(options, max_file_size=config.max_file_size, max_memory=config.max_memory)
     unreadable: list[tuple[Path, str]] = []
@@ -119,14 +130,18 @@ def run(
     tree = project.scan_tree(found, config.max_file_size)
     if tree.own_cuda_method:
         settings = replace(settings, own_cuda_method=True)
-    if options.cache and not (options.fix or options.diff):
-        options = replace(options, lint_cache=Cache.open(config.root, options.want_edits))
-    tasks = [
-        (path, kind, rules_for(path, enabled, config),
-         project.file_settings(settings, config, path, kind), options)
-        for path, kind in found if path not in tree.helper_copies
-    ]
+    files = [(path, kind, project.file_settings(settings, config, path, kind))
+             for path, kind in found if path not in tree.helper_copies]
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
+    if options.cache and not (options.fix or options.diff):
+        options = replace(options, lint_cache=Cache.open(
+            config.root, options.want_edits, _selection(config, options)))
+    if options.lint_cache is not None:
+        replayed, files = replay(options.lint_cache, files, options)
+        reports += replayed
+    enabled = selected_rules(config, options, {kind for _, kind, _ in files}) if files else ()
+    tasks = [(path, kind, rules_for(path, enabled, config), file_settings, options)
+             for path, kind, file_settings in files]
     counted = None if progress is None else (lambda done: progress(done, len(tasks)))
     try:
         reports += check_all(tasks, pool_size(options.jobs, len(tasks)), counted,
@@ -230,7 +245,7 @@ def check_file(
 ) -> FileReport:
     """Check one file (from `data` when given: an editor's unsaved buffer)."""
     if data is None and options.lint_cache is not None:
-        return _check_cached(options.lint_cache, path, kind, rules, settings, options)
+        return _check_and_store(options.lint_cache, path, kind, rules, settings, options)
     if data is None:
         try:
             data = _read(path, kind, options)
@@ -276,7 +291,31 @@ def isolated(checker: Checker, job: Job) -> FileReport:
     return FileReport(job.path, [error_finding(job.path, reason)])
 
 
-def _check_cached(
+if TYPE_CHECKING:
+    PendingFile = tuple[Path, FileKind, Settings]
+
+
+def replay(cache: Cache, files: Sequence[PendingFile],
+           options: RunOptions) -> tuple[list[FileReport], list[PendingFile]]:
+    """The reports the cache holds, and the files left to check. The lookups happen here, in
+    the run's own process, before any rule is imported: a run whose files all hit costs a
+    read, a hash and a lookup per file, and starts no worker."""
+    reports, left = [], []
+    for path, kind, settings in files:
+        try:
+            data = _read(path, kind, options)
+        except ReadError:  # the check reports why
+            left.append((path, kind, settings))
+            continue
+        hit = cache.load(cache.key(path, kind, settings, data), path)
+        if hit is None:
+            left.append((path, kind, settings))
+        else:
+            reports.append(FileReport(path, *hit))
+    return reports, left
+
+
+def _check_and_store(
     cache: Cache,
     path: Path,
     kind: FileKind,
@@ -284,22 +323,21 @@ def _check_cached(
     settings: Settings,
     options: RunOptions,
 ) -> FileReport:
-    """A report replayed from the cache, or checked and stored there."""
+    """A file the cache did not hold (`replay`), checked and stored there."""
     uncached = replace(options, lint_cache=None)
     try:
         data = _read(path, kind, options)
     except ReadError:
         return check_file(path, kind, rules, settings, uncached)  # reports why
-    key = cache.key(path, kind, rules, settings, data)
-    hit = cache.load(key, path)
-    if hit is not None:
-        return FileReport(path, *hit)
     report = check_file(path, kind, rules, settings, uncached, data)
-    cache.store(key, path, report.findings, report.text)
+    cache.store(cache.key(path, kind, settings, data), path, report.findings, report.text)
     return report
 
 
 def check_python(job: Job) -> FileReport:
+    from cudalint.engine.autofix import FixError, fix_python  # LibCST: only to check a file
+    from cudalint.engine.python import lint_python
+
     options = job.options
     if not (options.fix or options.diff):
         result = lint_python(job.data, job.path, job.python_rules, job.settings,
@@ -366,6 +404,9 @@ def check_other(job: Job) -> FileReport:
     source = SourceFile(job.path, job.kind, job.data, text)
     findings = run_file_rules(job.file_rules, source)
     if text is not None:
+        from cudalint.engine import noqa
+        from cudalint.formats import dockerfile
+
         lines = text.splitlines()
         if job.kind is FileKind.DOCKERFILE:  # Docker allows comments on their own lines only
             lines = dockerfile.noqa_lines(lines)

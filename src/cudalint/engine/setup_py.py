@@ -4,22 +4,15 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import libcst as cst
 
+from cudalint.engine.settings import SetupFacts
 from cudalint.engine.traversal import find_all
 
 # The fallback for a setup.py LibCST cannot parse (Python 2 prints, ...).
 _EXTENSION = re.compile(r"CUDAExtension\(\s*(?:name\s*=\s*)?['\"]([\w.]+)['\"]")
 _CUDA_SOURCE = (".cu", ".cuh")
-
-
-@dataclass(frozen=True)
-class SetupFacts:
-    cuda_extensions: frozenset[str] = frozenset()  # dotted module names
-    packages: frozenset[str] = frozenset()  # top-level import names the project ships
-    requires: tuple[str, ...] = ()  # install_requires and extras_require entries (literals)
 
 
 def read_setup(text: str) -> SetupFacts:

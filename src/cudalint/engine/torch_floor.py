@@ -11,19 +11,19 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
-
-import yaml
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any
 
 from cudalint.engine.reader import read_text
-from cudalint.engine.setup_py import SetupFacts
-from cudalint.formats.requirements import read_lines, requirement
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+    from cudalint.engine.settings import SetupFacts
 
 _TORCH = frozenset({"torch", "pytorch"})
 _LOWER_BOUND_OPS = frozenset({">=", "==", "~=", ">", "==="})
@@ -59,8 +59,19 @@ def declares(root: Path, setup: SetupFacts, name: str) -> bool:
         specs += _strings(extra)
     if any(name in (k.lower() for k in table) for table in _poetry_tables(document)):
         return True
-    return any((parsed := requirement(spec)) is not None and parsed.name.lower() == name
+    return any((parsed := _requirement(spec, name)) is not None and parsed.name.lower() == name
                for spec in specs)
+
+
+def _requirement(spec: str, name: str) -> Requirement | None:
+    """The requirement `spec` when it may name `name` (which it holds, in any case): the
+    others are not parsed, so that packaging is imported only for a project whose
+    requirements name it (every run replays the project's settings)."""
+    if name not in spec.lower():
+        return None
+    from cudalint.formats.requirements import requirement
+
+    return requirement(spec)
 
 
 def _requirements_files(root: Path) -> Iterator[str]:
@@ -68,12 +79,14 @@ def _requirements_files(root: Path) -> Iterator[str]:
     for path in sorted(paths):
         text = read_text(path)
         if text is not None:
+            from cudalint.formats.requirements import read_lines
+
             yield from (line.text for line in read_lines(text.splitlines()) if not line.option)
 
 
 def _from_pip_specs(specs: Iterable[str]) -> Iterator[Floor]:
     for spec in specs:
-        parsed = requirement(spec)
+        parsed = _requirement(spec, "torch")  # and pytorch
         if parsed is None or parsed.name.lower() not in _TORCH:
             continue
         lower = [_version(s.version) for s in parsed.specifier if s.operator in _LOWER_BOUND_OPS]
@@ -83,6 +96,8 @@ def _from_pip_specs(specs: Iterable[str]) -> Iterator[Floor]:
 
 
 def _version(text: str) -> Floor | None:
+    from packaging.version import InvalidVersion, Version
+
     try:
         release = Version(text.replace(".*", "")).release
     except InvalidVersion:
@@ -160,6 +175,8 @@ def _from_environments(root: Path) -> Iterator[Floor]:
         text = read_text(path)
         if text is None:
             continue
+        import yaml  # only for a project with an environment file
+
         try:
             document = yaml.safe_load(text)
         except (yaml.YAMLError, RecursionError, ValueError):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from packaging.markers import Marker, default_environment
-from packaging.requirements import InvalidRequirement, Requirement
+if TYPE_CHECKING:
+    from packaging.markers import Marker
+    from packaging.requirements import Requirement
 
 # Short and long spellings of the options that name where packages come from.
 OPTION_NAMES = {
@@ -77,7 +78,10 @@ def parse_line(row: int, column: int, text: str) -> Line:
 
 
 def requirement(text: str) -> Requirement | None:
-    """A PEP 508 requirement, or None for paths, bare URLs and nonsense."""
+    """A PEP 508 requirement, or None for paths, bare URLs and nonsense. (packaging is
+    imported by the first requirement read: it costs a tenth of a second of start-up.)"""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         return Requirement(text)
     except InvalidRequirement:
@@ -89,6 +93,8 @@ def excluded_on_macos(marker: Marker | None) -> bool:
     (`sys_platform == "linux"`)."""
     if marker is None:
         return False
+    from packaging.markers import default_environment
+
     environment = cast("dict[str, str]", dict(default_environment()))
     environment.update(_MACOS)
     try:

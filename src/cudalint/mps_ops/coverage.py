@@ -12,9 +12,10 @@ import importlib.resources
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 ANY = "*"  # a `when` value: the keyword is given, with any value but None/False
 UNKNOWN_VALUE: Any = ...  # pass as a keyword's value when the call's argument isn't a literal
@@ -280,10 +281,12 @@ def shipped_versions() -> tuple[str, ...]:
     """Versions with a table, oldest first."""
     names = (p.name for p in _data_dir().iterdir() if p.name.endswith(".json"))
     versions = [n.removeprefix("torch-").removesuffix(".json") for n in names]
-    return tuple(sorted(versions, key=Version))
+    return tuple(sorted(versions, key=parse_torch_version))
 
 
 def parse_torch_version(text: str) -> Version:
+    from packaging.version import InvalidVersion, Version  # only when a table is looked up
+
     try:
         return Version(text)
     except InvalidVersion:
@@ -294,7 +297,7 @@ def nearest_version(requested: str) -> str:
     """The shipped table for `requested`: the same major.minor with the nearest micro (a tie
     goes to the older), else the newest older table, else the oldest one."""
     wanted = _release(parse_torch_version(requested))
-    shipped = [(_release(Version(v)), v) for v in shipped_versions()]
+    shipped = [(_release(parse_torch_version(v)), v) for v in shipped_versions()]
     same_minor = [(abs(r[2] - wanted[2]), r > wanted, v) for r, v in shipped if r[:2] == wanted[:2]]
     if same_minor:
         return min(same_minor)[2]
@@ -330,7 +333,7 @@ def load_coverage(target_torch: str | None = None) -> Coverage:
     if requested is None:
         return Coverage(_read_table(shipped_versions()[-1]), None, exact=False)
     version = nearest_version(requested)
-    exact = _release(Version(version)) == _release(parse_torch_version(requested))
+    exact = _release(parse_torch_version(version)) == _release(parse_torch_version(requested))
     return Coverage(_read_table(version), requested, exact)
 
 

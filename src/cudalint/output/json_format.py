@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from cudalint.engine.runner import FileReport
-from cudalint.finding import Finding, Position
+from cudalint.finding import Finding, Position, rule_url
 from cudalint.output.common import sorted_findings
 from cudalint.output.paths import absolute
-from cudalint.rules import rule_by_code
 
 
 def _position(position: Position) -> dict[str, int]:
@@ -18,7 +17,6 @@ def _position(position: Position) -> dict[str, int]:
 
 
 def finding_to_dict(finding: Finding) -> dict[str, Any]:
-    rule = rule_by_code(finding.code) if finding.code else None
     fix = None
     if finding.fix is not None:
         fix = {
@@ -45,7 +43,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "severity": str(finding.severity),
         "guarded": finding.guarded,
         "category": finding.category.value,
-        "url": rule.url() if rule else None,
+        "url": rule_url(finding.code) if finding.code else None,
     }
 
 

@@ -1,6 +1,6 @@
 """The human formats: `full` (with a source excerpt) and `concise`, the footer, statistics.
 
-Colour and styles appear only on a terminal: rich drops them when the output is piped.
+Colour and styles appear only on a terminal (output/printer.py).
 """
 
 from __future__ import annotations
@@ -9,79 +9,72 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.console import Console
-from rich.text import Text
-
 from cudalint.engine.runner import FileReport
 from cudalint.finding import Applicability, Finding, Severity
 from cudalint.output.common import count_text, fixed, fixed_by_severity, found_before
 from cudalint.output.paths import display_path
-from cudalint.rules import rule_by_code
+from cudalint.output.printer import Piece, Printer
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
-def headline(finding: Finding) -> Text:
+def headline(finding: Finding) -> list[Piece]:
     """`path:row:col: CODE [*] message` (and `cell N` for notebooks, as ruff)."""
-    text = Text()
-    text.append(display_path(finding.path), style="bold")
+    pieces: list[Piece] = [(display_path(finding.path), "bold")]
     if finding.cell is not None:
-        text.append(f":cell {finding.cell}", style="cyan")
-    text.append(f":{finding.location.row}:{finding.location.column}: ", style="cyan")
+        pieces.append((f":cell {finding.cell}", "cyan"))
+    pieces.append((f":{finding.location.row}:{finding.location.column}: ", "cyan"))
     if finding.code is not None:
-        text.append(finding.code, style=_SEVERITY_STYLE[finding.severity])
-        text.append(" ")
+        pieces += [(finding.code, _SEVERITY_STYLE[finding.severity]), " "]
     if finding.fix is not None and finding.fix.applicability is Applicability.SAFE:
-        text.append("[*] ", style="cyan")
-    text.append(finding.message)
+        pieces.append(("[*] ", "cyan"))
+    pieces.append(finding.message)
     if finding.guarded:
-        text.append(" (guarded)", style="dim")
-    return text
+        pieces.append((" (guarded)", "dim"))
+    return pieces
 
 
-def excerpt(finding: Finding, lines: Sequence[str]) -> Text:
+def excerpt(finding: Finding, lines: Sequence[str]) -> list[Piece]:
     """The offending line with a caret underline, as ruff's full format."""
     row = finding.location.row
     if not 1 <= row <= len(lines):
-        return Text()
+        return []
     line = lines[row - 1].rstrip("\r\n")
     gutter = len(str(row))
     start = finding.location.column - 1
     end = finding.end_location.column - 1 if finding.end_location.row == row else len(line)
     width = max(end - start, 1)
-    text = Text()
-    text.append(f"{' ' * gutter} |\n", style="blue")
-    text.append(f"{row} | ", style="blue")
-    text.append(f"{line}\n")
-    text.append(f"{' ' * gutter} | ", style="blue")
-    text.append(" " * start + "^" * width, style=_SEVERITY_STYLE[finding.severity])
+    style = _SEVERITY_STYLE[finding.severity]
+    pieces: list[Piece] = [
+        (f"{' ' * gutter} |\n", "blue"), (f"{row} | ", "blue"), f"{line}\n",
+        (f"{' ' * gutter} | ", "blue"), (" " * start + "^" * width, style),
+    ]
     if finding.code:
         guarded = ", guarded" if finding.guarded else ""
-        text.append(f" {finding.code} ({finding.severity}{guarded})",
-                    style=_SEVERITY_STYLE[finding.severity])
+        pieces.append((f" {finding.code} ({finding.severity}{guarded})", style))
     if finding.fix is not None:
-        text.append(f"\n{' ' * gutter} = help: {finding.fix.message}", style="dim")
-    return text
+        pieces.append((f"\n{' ' * gutter} = help: {finding.fix.message}", "dim"))
+    return pieces
 
 
-def render_findings(reports: Sequence[FileReport], console: Console, *, full: bool) -> None:
+def render_findings(reports: Sequence[FileReport], out: Printer, *, full: bool) -> None:
     for report in reports:
         lines = (report.text or "").splitlines()
         for finding in sorted(report.findings, key=Finding.sort_key):
-            console.print(headline(finding), soft_wrap=True, highlight=False)
+            out.print(*headline(finding))
             if full and finding.code is not None and finding.cell is None:
-                console.print(excerpt(finding, lines), soft_wrap=True, highlight=False)
-                console.print()
+                out.print(*excerpt(finding, lines))
+                out.print()
 
 
-def render_diffs(reports: Sequence[FileReport], console: Console) -> None:
+def render_diffs(reports: Sequence[FileReport], out: Printer) -> None:
     for report in reports:
         if report.diff:
-            console.print(report.diff, end="", soft_wrap=True, highlight=False, markup=False)
+            out.print(report.diff, end="")
 
 
 def render_footer(
-    reports: Sequence[FileReport], console: Console, *, fixing: bool, diff: bool, unsafe: bool
+    reports: Sequence[FileReport], out: Printer, *, fixing: bool, diff: bool, unsafe: bool
 ) -> None:
     """`Found 37 findings: 3 errors, 20 warnings, 14 info (10 fixed, 27 remaining).`: the
     counts before fixing are the ones a plain check gives."""
@@ -89,35 +82,35 @@ def render_footer(
     before = Counter(f.severity for r in reports for f in found_before(r))
     gone = fixed_by_severity(reports)
     if diff:
-        console.print(f"Would fix {count_text(gone)}." if gone else "No fixes available.",
-                      highlight=False)
+        out.print(f"Would fix {count_text(gone)}." if gone else "No fixes available.")
         return
     if not before and not findings:
-        console.print("All checks passed!", style="green")
+        out.print(("All checks passed!", "green"))
         return
     summary = count_text(before)
     if fixing:
         summary += f" ({gone.total()} fixed, {len(findings)} remaining)"
-    console.print(f"Found {summary}.", highlight=False)
+    out.print(f"Found {summary}.")
     safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
     hidden = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
     if safe and not fixing:
-        console.print(f"[*] {safe} fixable with the `--fix` option.", highlight=False,
-                      markup=False)
+        out.print(f"[*] {safe} fixable with the `--fix` option.")
     if hidden and not unsafe:
-        console.print(f"({hidden} hidden {'fix' if hidden == 1 else 'fixes'} can be enabled "
-                      "with the `--unsafe-fixes` option.)", highlight=False, markup=False)
+        out.print(f"({hidden} hidden {'fix' if hidden == 1 else 'fixes'} can be enabled "
+                  "with the `--unsafe-fixes` option.)")
 
 
-def render_fixed(reports: Sequence[FileReport], console: Console) -> None:
+def render_fixed(reports: Sequence[FileReport], out: Printer) -> None:
     """--fix-only's one line: what was fixed, and nothing when nothing was."""
     gone = fixed_by_severity(reports)
     if gone:
-        console.print(f"Fixed {count_text(gone)}.", highlight=False)
+        out.print(f"Fixed {count_text(gone)}.")
 
 
-def render_fixes(reports: Sequence[FileReport], console: Console) -> None:
+def render_fixes(reports: Sequence[FileReport], out: Printer) -> None:
     """--show-fixes: what --fix changed, per file and code, as ruff lists it."""
+    from cudalint.rules import rule_by_code  # the registry, for the rules' names
+
     total = fixed_by_severity(reports)
     if not total:
         return
@@ -131,19 +124,19 @@ def render_fixes(reports: Sequence[FileReport], console: Console) -> None:
         for code, n in sorted(codes.items()):
             rule = rule_by_code(code)
             lines.append(f"    {n} \u00d7 {code} ({rule.name if rule else 'unreadable-file'})")
-    console.print("\n".join(lines), highlight=False, markup=False)
+    out.print("\n".join(lines))
 
 
-def render_helpers(reports: Sequence[FileReport], console: Console, *, diff: bool) -> None:
+def render_helpers(reports: Sequence[FileReport], out: Printer, *, diff: bool) -> None:
     """Where the standalone device helper the fixed files import went, and how to change it."""
     helpers = sorted({r.helper for r in reports if r.helper is not None
                       and (r.helper_written or (diff and not r.helper.exists()))})
     for helper in helpers:
         verb = "Would write" if diff else "Wrote"
-        console.print(f"{verb} the device helper {_shown(helper)}, which the fixed files import "
-                      "(standalone: needs only torch). To import another module instead, set "
-                      '`helper = "<module>"` in [tool.cudalint], e.g. `helper = '
-                      '"cudalint.device"` to depend on cudalint.', highlight=False, markup=False)
+        out.print(f"{verb} the device helper {_shown(helper)}, which the fixed files import "
+                  "(standalone: needs only torch). To import another module instead, set "
+                  '`helper = "<module>"` in [tool.cudalint], e.g. `helper = '
+                  '"cudalint.device"` to depend on cudalint.')
 
 
 def _shown(path: Path) -> str:
@@ -153,8 +146,10 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def render_statistics(reports: Sequence[FileReport], console: Console) -> None:
+def render_statistics(reports: Sequence[FileReport], out: Printer) -> None:
     """One row per code, most frequent first: count, code, [*] when fixable, rule name."""
+    from cudalint.rules import rule_by_code  # the registry, for the rules' names
+
     findings = [f for r in reports for f in r.findings]
     counts = Counter(f.code or "syntax-error" for f in findings)
     fixable = {f.code for f in findings if f.fix and f.fix.applicability is Applicability.SAFE}
@@ -163,8 +158,7 @@ def render_statistics(reports: Sequence[FileReport], console: Console) -> None:
         rule = rule_by_code(code) if code != "syntax-error" else None
         mark = "[*]" if code in fixable else "[ ]"
         name = rule.name if rule else "unreadable-file"
-        # Plain text with tabs, for `cut` and `sort`: rich would expand the tabs.
-        console.file.write(f"{count:>{width}}\t{code}\t{mark} {name}\n")
+        out.write(f"{count:>{width}}\t{code}\t{mark} {name}\n")  # tabs kept, for `cut`
 
 
 

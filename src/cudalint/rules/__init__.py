@@ -9,22 +9,41 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-from cudalint.rules.base import FileRule, PythonRule, Rule
+from cudalint.rules import index
 
-__all__ = ["FileRule", "PythonRule", "Rule", "Selection", "all_rules", "primary_rules",
-           "rule_by_code", "select"]
+if TYPE_CHECKING:
+    from cudalint.config import Selection
+    from cudalint.kinds import FileKind
+    from cudalint.rules.base import Rule
+
+__all__ = ["all_rules", "for_kinds", "primary_rules", "rule_by_code", "select"]
 
 
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class with a code, sorted by code; for each code the primary class first."""
+    modules = (importlib.import_module(info.name)
+               for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."))
+    return _rules_in(modules)
+
+
+def for_kinds(kinds: Iterable[FileKind]) -> tuple[type[Rule], ...]:
+    """The rules that read files of these kinds (and any others their modules define),
+    importing only those modules (rules/index.py): a run of Python files alone loads none of
+    the parsers of requirements, YAML or binaries."""
+    return _rules_in(importlib.import_module(name) for name in index.modules_for(kinds))
+
+
+def _rules_in(modules: Iterable[ModuleType]) -> tuple[type[Rule], ...]:
+    from cudalint.rules.base import Rule
+
     found: dict[str, type[Rule]] = {}
-    for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."):
-        module = importlib.import_module(info.name)
+    for module in modules:
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, Rule) and "code" in obj.__dict__:
                 found[f"{obj.__module__}.{obj.__qualname__}"] = obj
@@ -48,35 +67,28 @@ def rule_by_code(code: str) -> type[Rule] | None:
 def is_known_selector(selector: str) -> bool:
     """`CUD`, `CUD1`, `CUD10`, `CUD101`: a prefix of at least one code, or `ALL`."""
     selector = selector.upper()
-    return selector == "ALL" or any(rule.code.startswith(selector) for rule in primary_rules())
+    return selector == "ALL" or any(code.startswith(selector) for code in index.codes())
 
 
-@dataclass(frozen=True)
-class Selection:
-    """One source's choice of rules: its `select` (None: it keeps what came before), its
-    `extend-select` and its `ignore`."""
-
-    select: Sequence[str] | None
-    extend_select: Sequence[str] = ()
-    ignore: Sequence[str] = ()
-
-
-def select(sources: Iterable[Selection]) -> tuple[type[Rule], ...]:
-    """The rules the sources choose, lowest priority first (the configuration, then the
-    command line), as ruff resolves them: a source with a `select` starts the set afresh,
-    one without adds its `extend-select` and removes its `ignore` from the set before it.
-    Within a source the longest matching prefix decides, and `ignore` wins a tie."""
+def select(sources: Iterable[Selection],
+           rules: Iterable[type[Rule]] | None = None) -> tuple[type[Rule], ...]:
+    """The rules (of `rules`, else all) the sources choose, lowest priority first (the
+    configuration, then the command line), as ruff resolves them: a source with a `select`
+    starts the set afresh, one without adds its `extend-select` and removes its `ignore` from
+    the set before it. Within a source the longest matching prefix decides, `ignore` a tie."""
+    candidates = all_rules() if rules is None else tuple(rules)
+    codes = dict.fromkeys(rule.code for rule in candidates)
     enabled: set[str] = set()
     for source in sources:
         chosen = [s.upper() for s in [*(source.select or []), *source.extend_select]]
         ignored = [s.upper() for s in source.ignore]
-        decided = {rule.code: on for rule in primary_rules()
-                   if (on := _decision(rule.code, chosen, ignored)) is not None}
+        decided = {code: on for code in codes
+                   if (on := _decision(code, chosen, ignored)) is not None}
         if source.select is not None:
             enabled.clear()
         enabled |= {code for code, on in decided.items() if on}
         enabled -= {code for code, on in decided.items() if not on}
-    return tuple(rule for rule in all_rules() if rule.code in enabled)
+    return tuple(rule for rule in candidates if rule.code in enabled)
 
 
 def _decision(code: str, chosen: list[str], ignored: list[str]) -> bool | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 from cudalint.engine.report import NodeFix, Report
-from cudalint.finding import Applicability, Finding, Position, Severity
+from cudalint.finding import Applicability, Finding, Position, Severity, rule_url
 
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext, Settings
@@ -94,7 +94,7 @@ class Rule:
 
     @classmethod
     def url(cls) -> str:
-        return f"https://cudalint.readthedocs.io/en/latest/rules/{cls.code}/"
+        return rule_url(cls.code)
 
 
 class PythonRule(Rule):

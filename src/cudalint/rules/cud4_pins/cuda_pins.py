@@ -10,14 +10,16 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, replace
-
-from packaging.requirements import Requirement
+from typing import TYPE_CHECKING
 
 from cudalint import packages
 from cudalint.finding import Finding, Severity
 from cudalint.formats.requirements import excluded_on_macos, requirement
 from cudalint.kinds import SourceFile
 from cudalint.rules.base import FileRule
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 # A CUDA build named in a URL, a wheel file name or a local version: cu121, cuda12, cuda-12.
 _CUDA_TAG = re.compile(r"(?<![a-z0-9])cu(?:da)?[-_]?\d{2,3}(?!\d)|jax_cuda", re.IGNORECASE)

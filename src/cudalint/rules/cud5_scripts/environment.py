@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cudalint.finding import Finding, Severity
-from cudalint.formats import dockerfile, makefile, scripts, yaml_lines
+from cudalint.formats import dockerfile, makefile, scripts
 from cudalint.formats.shell import assigned
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules import tables
@@ -166,6 +166,8 @@ class CudaEnvironmentVariable(FileRule):
                                guarded=guarded)
 
     def _compose(self, source: SourceFile) -> Iterator[Finding]:
+        from cudalint.formats import yaml_lines  # PyYAML: only for a compose file
+
         services = yaml_lines.compose_services(source)
         if isinstance(services, Finding):
             yield services

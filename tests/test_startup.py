@@ -1,0 +1,61 @@
+"""What a run imports (a structural check, not a timing): start-up is most of a small run's
+cost, and a run whose files all come from the cache needs neither LibCST nor the rules."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cudalint
+
+_SRC = str(Path(cudalint.__file__).resolve().parents[1])
+# Runs `cudalint ARGS` with stdout piped, then prints the modules it imported as JSON on stderr.
+_PROBE = ("import json, sys\nfrom cudalint.cli import main\nstatus = main(sys.argv[1:])\n"
+          "sys.stderr.write(json.dumps(sorted(sys.modules)))\n")
+_SMALL = ("import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\n"
+          "x = torch.zeros(3, device='cuda:0')\n")
+# (packaging.version is light, and read when a rule picks the MPS table for the target torch.)
+_NEVER_WHEN_PIPED = ("rich", "yaml", "elftools", "libcst.matchers", "packaging.requirements",
+                     "packaging.markers", "cudalint.rules.cud4_pins.conda")
+_NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_device",
+                      "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
+                      "rich", "packaging")
+
+
+def _imported(folder: Path, *args: str) -> tuple[str, set[str]]:
+    env = {**os.environ, "PYTHONPATH": _SRC, "CUDALINT_CACHE_DIR": str(folder / "cache")}
+    env.pop("FORCE_COLOR", None)
+    done = subprocess.run([sys.executable, "-c", _PROBE, "check", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    return done.stdout, set(json.loads(done.stderr.splitlines()[-1]))
+
+
+def _packages(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == n or m.startswith(f"{n}.") for n in names))
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise", "json"])
+def test_a_small_file_piped_imports_nothing_heavy(tmp_path, output_format):
+    (tmp_path / "small.py").write_text(_SMALL)
+    out, modules = _imported(tmp_path, "--no-cache", "--output-format", output_format,
+                             "small.py")
+    assert "CUD102" in out  # it was checked, with LibCST
+    assert "libcst" in modules
+    assert _packages(modules, _NEVER_WHEN_PIPED) == []
+
+
+def test_a_run_replayed_from_the_cache_imports_no_rule_and_no_libcst(tmp_path):
+    (tmp_path / "small.py").write_text(_SMALL)
+    (tmp_path / "clean.py").write_text("import os\n\nprint(os.getcwd())\n")
+    (tmp_path / "requirements.txt").write_text("numpy==1.26.4\nrich>=13  # for the logs\n")
+    first, modules = _imported(tmp_path, "--output-format", "concise", ".")
+    assert "libcst" in modules
+    second, modules = _imported(tmp_path, "--output-format", "concise", ".")
+    assert second == first
+    assert "CUD102" in second
+    assert _packages(modules, _NEVER_WHEN_CACHED) == []
