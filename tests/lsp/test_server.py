@@ -73,6 +73,8 @@ def test_open_publishes_findings_and_change_clears_them(server: Client, workspac
     assert cuda["codeDescription"]["href"].endswith("/CUD102/")
     assert "tags" not in cuda
     assert cuda["data"]["fix"]["applicability"] == "safe"
+    # Diagnostics name their fix; its edits are made only when an action is asked for.
+    assert "edits" not in cuda["data"]["fix"] and cuda["data"]["noqa"] is None
     assert found["CUD101"]["range"] == span(3, TWO_PROBLEMS, '"cuda:0"')
 
     assert doc.change("import torch\n\nmodel = torch.nn.Linear(2, 2)\n") == []

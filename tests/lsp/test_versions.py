@@ -130,3 +130,15 @@ def test_a_document_not_open_has_no_actions(workspace: Path) -> None:
         assert client.request("textDocument/codeAction", {
             "textDocument": {"uri": closed.as_uri()}, "range": line_range(2)["range"],
             "context": {"diagnostics": []}}) == []
+
+
+def test_quick_fix_edits_are_made_for_the_version_asked_about(workspace: Path) -> None:
+    with server(workspace, debounce_ms=0) as client:
+        doc = Document(client, workspace / "moved.py", ON_CUDA)
+        assert codes(doc.diagnostics()) == ["CUD102"]
+        first = [a["title"] for a in doc.actions(line_range(2))]
+        assert "Fix CUD102: Replace with `.to(pick_device())`" in first
+        moved = "# a comment that moves every line down\n" + ON_CUDA
+        assert codes(doc.change(moved)) == ["CUD102"]
+        fix = next(a for a in doc.actions(line_range(3)) if a["title"].startswith("Fix CUD102"))
+        assert doc.apply(fix) == cli_fixed(workspace, moved)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from cudalint.config import Config, ConfigError, load_config
@@ -12,22 +13,30 @@ from cudalint.discovery import discover
 from cudalint.engine import project
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.context import Settings
+from cudalint.engine.outline import parse_quietly
 from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.python import BOM, lint_python
 from cudalint.engine.runner import (
+    FileReport,
+    Job,
     RunOptions,
     check_file,
+    isolated,
     rules_for,
     selected_rules,
 )
+from cudalint.engine.sparse import leaves, units_of
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
+from cudalint.lsp.incremental import UnitCache
 from cudalint.rules.base import PythonRule, Rule
 
 # Notebook findings are placed by cell; a notebook's JSON text has no place for them.
 UNCHECKED = frozenset({FileKind.NOTEBOOK, FileKind.SHARED_LIBRARY})
 # Saving one of these changes the configuration or the project facts rules read.
 PROJECT_FILES = frozenset({"pyproject.toml", "setup.py"})
-_OPTIONS = RunOptions(want_edits=True)
+_OPTIONS = RunOptions()
+_WITH_EDITS = RunOptions(want_edits=True)
 
 
 @dataclass(frozen=True)
@@ -107,30 +116,71 @@ def _is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
     return not discover([path], config, force_exclude=True)
 
 
-def check_text(path: Path, kind: FileKind, text: str, found: Project) -> list[Finding]:
-    """The findings for a buffer, each fix with its text edits."""
+def check_text(path: Path, kind: FileKind, text: str, found: Project, *,
+               edits: bool = False) -> list[Finding]:
+    """The findings for a buffer; with `edits`, each fix with its text edits (a code action
+    needs them, diagnostics do not)."""
     settings = project.file_settings(found.settings, found.config, path, kind,
                                      existing_only=True)
-    report = check_file(path, kind, found.rules_for(path), settings, _OPTIONS,
-                        data=encode(text))
+    report = check_file(path, kind, found.rules_for(path), settings,
+                        _WITH_EDITS if edits else _OPTIONS, data=encode(text))
     return sorted(report.findings, key=Finding.sort_key)
+
+
+def check_python_text(path: Path, text: str, found: Project, cache: UnitCache) -> list[Finding]:
+    """The findings for a Python buffer, as `check_text` finds them; the engine reads only the
+    units whose findings `cache` does not know (lsp/incremental.py)."""
+    job = _python_job(path, encode(text), found)
+    report = isolated(lambda job: _check_reusing(job, cache), job)
+    return sorted(report.findings, key=Finding.sort_key)
+
+
+def _check_reusing(job: Job, cache: UnitCache) -> FileReport:
+    source = job.data.removeprefix(BOM)
+    try:
+        tree = parse_quietly(source)
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError,
+            MemoryError):  # the engine reports why
+        tree = None
+    plan = None if tree is None else cache.plan(
+        source, tree, list(leaves(units_of(source, tree))), (job.python_rules, job.settings))
+    result = lint_python(job.data, job.path, job.python_rules, job.settings,
+                         prefilter=job.prefilter, reuse=None if plan is None else plan.reuse)
+    findings = result.findings if plan is None else cache.complete(plan, result)
+    return FileReport(job.path, findings, result.text)
+
+
+def _python_job(path: Path, data: bytes, found: Project) -> Job:
+    python_rules = tuple(r for r in found.rules_for(path) if issubclass(r, PythonRule))
+    settings = project.file_settings(found.settings, found.config, path, FileKind.PYTHON,
+                                     existing_only=True)
+    return Job(path, FileKind.PYTHON, data, python_rules, (), settings,
+               Prefilter.for_rules(python_rules, settings), _OPTIONS)
 
 
 def fix_text(path: Path, text: str, found: Project) -> str | None:
     """The buffer with every safe fix applied, as `cudalint check --fix` writes it; None when
     nothing changes or the fixed code would not parse."""
-    python_rules = tuple(r for r in found.rules_for(path) if issubclass(r, PythonRule))
-    settings = project.file_settings(found.settings, found.config, path, FileKind.PYTHON,
-                                     existing_only=True)
-    prefilter = Prefilter.for_rules(python_rules, settings)
-    data = encode(text)
+    job = _python_job(path, encode(text), found)
+    data = job.data
     try:
-        outcome = fix_python(data, path, python_rules, settings, prefilter=prefilter)
+        outcome = fix_python(data, path, job.python_rules, job.settings,
+                             prefilter=job.prefilter)
     except FixError:
         return None
     if outcome.data == data:
         return None
     return outcome.data.decode("utf-8", errors="replace")
+
+
+@cache
+def fix_names() -> frozenset[str]:
+    """The names a fix may call or import whatever the code it replaces says: a top-level
+    binding of one of them changes the fix (cudalint.engine.context.helper_available)."""
+    from cudalint.rules.cud1_device import cuda_api_table
+
+    helpers = {api.helper for api in cuda_api_table.table().apis.values() if api.helper}
+    return frozenset({"torch", "pick_device", *helpers})
 
 
 def encode(text: str) -> bytes:

@@ -24,10 +24,13 @@ _SEVERITY = {
 
 
 def to_diagnostic(
-    finding: Finding, noqa: Noqa, encoding: str, version: int | None = None
+    finding: Finding, noqa: Noqa, encoding: str, version: int | None = None, *,
+    actions: bool = True,
 ) -> types.Diagnostic:
     """`finding` of the text `noqa` holds, at that text's `version` (kept in `data`, so that a
-    code action can tell a diagnostic of an older version)."""
+    code action can tell a diagnostic of an older version). Without `actions`, `data` names
+    the fix (title, applicability) but holds no edits: those are made when an action is
+    asked for."""
     rule = rule_by_code(finding.code) if finding.code else None
     lines = noqa.lines
     return types.Diagnostic(
@@ -41,8 +44,8 @@ def to_diagnostic(
             "version": version,
             "category": finding.category.value,
             "guarded": finding.guarded,
-            "fix": _fix_data(finding, lines, encoding),
-            "noqa": _noqa_data(finding, noqa, encoding),
+            "fix": _fix_data(finding, lines, encoding, actions=actions),
+            "noqa": _noqa_data(finding, noqa, encoding) if actions else None,
         },
     )
 
@@ -72,19 +75,20 @@ def edits_of(data: dict[str, Any]) -> list[types.TextEdit]:
     return [CONVERTER.structure(edit, types.TextEdit) for edit in data["edits"]]
 
 
-def _fix_data(finding: Finding, lines: list[str], encoding: str) -> dict[str, Any] | None:
+def _fix_data(finding: Finding, lines: list[str], encoding: str, *,
+              actions: bool) -> dict[str, Any] | None:
     fix = finding.fix
-    if fix is None or not fix.edits:
-        return None
-    edits = text_edits(list(fix.edits), lines, encoding)
-    if not edits:
+    if fix is None:
         return None
     unsafe = fix.applicability is Applicability.UNSAFE
-    return {
+    named = {
         "title": f"Fix {finding.code}: {fix.message}" + (" (unsafe)" if unsafe else ""),
         "applicability": fix.applicability.value,
-        "edits": _unstructure(edits),
     }
+    if not actions:
+        return named
+    edits = text_edits(list(fix.edits), lines, encoding)
+    return {**named, "edits": _unstructure(edits)} if edits else None
 
 
 def _noqa_data(finding: Finding, noqa: Noqa, encoding: str) -> dict[str, Any] | None:

@@ -72,7 +72,7 @@ def _document_sync(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
-        linter.forget(uri)
+        linter.close(uri)
         server.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
@@ -113,9 +113,16 @@ def _code_actions(server: LanguageServer, linter: Linter) -> None:
         if diagnostics is None or document.version != version:
             return []
         target = actions.Target(uri, version, _document_changes(server))
-        found = [action for d in _asked(params, diagnostics, version)
-                 for action in actions.quick_fixes(d, target)]
         only = params.context.only
+        found: list[types.CodeAction] = []
+        if actions.wanted(types.CodeActionKind.QuickFix, only) \
+                and _asked(params, diagnostics, version):
+            # The published diagnostics hold no edits: a full check of this version makes them.
+            actionable = await linter.actionable(document)
+            if actionable is None or document.version != version:
+                return []
+            found = [action for d in _asked(params, actionable, version)
+                     for action in actions.quick_fixes(d, target)]
         if actions.wanted(actions.FIX_ALL, only) and any(map(actions.has_safe_fix, diagnostics)):
             fixed = await linter.fixed_text(document)
             if fixed is None or document.version != version:

@@ -22,6 +22,7 @@ from cudalint.config import ConfigError
 from cudalint.kinds import FileKind
 from cudalint.lsp import checker
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
+from cudalint.lsp.incremental import UnitCache
 from cudalint.lsp.results import Results
 from cudalint.lsp.scheduler import Scheduler
 from cudalint.lsp.suppress import Noqa
@@ -30,7 +31,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Diagnostics = list[types.Diagnostic]
-CHECK, FIX = "check", "fix"
+# What the worker makes of a version: its diagnostics (published; their fixes without edits),
+# the same with each fix's and noqa comment's edits (for code actions), its fix-all text.
+CHECK, ACTIONS, FIX = "check", "actions", "fix"
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,10 @@ class Linter:
         self.projects = checker.Projects()
         self.scheduler = Scheduler()
         self._diagnostics: Results[Diagnostics] = Results()
+        self._actionable: Results[Diagnostics] = Results()
         self._fixed: Results[str | None] = Results()
+        # Each open document's unit findings: read and written by the worker only.
+        self._units: dict[str, UnitCache] = {}
         self._asked: dict[tuple[str, str], tuple[int | None, int]] = {}
         self._generation = 0
 
@@ -64,11 +70,12 @@ class Linter:
         """Publish the diagnostics of the document's current version, checked after `delay`
         (the debounce) unless that version's are known."""
         document = self.server.workspace.get_text_document(uri)
-        self._diagnostics.supersede(uri, document.version)
-        self._fixed.supersede(uri, document.version)
-        if self._asked.get((FIX, uri), (document.version,))[0] != document.version:
-            self.scheduler.cancel((FIX, uri))  # fix-all for a version nobody waits for
-            del self._asked[FIX, uri]
+        for results in (self._diagnostics, self._actionable, self._fixed):
+            results.supersede(uri, document.version)
+        for what in (ACTIONS, FIX):  # actions for a version nobody waits for
+            if self._asked.get((what, uri), (document.version,))[0] != document.version:
+                self.scheduler.cancel((what, uri))
+                del self._asked[what, uri]
         known = self._diagnostics.get(uri, document.version)
         if known is not None:
             self._publish(uri, document.version, known[0])
@@ -85,21 +92,32 @@ class Linter:
         found = await self._result(CHECK, self._diagnostics, document)
         return None if found is None else found[0]
 
+    async def actionable(self, document: TextDocument) -> Diagnostics | None:
+        """The diagnostics of the document's current version with the edits of their actions,
+        from a full check of that version; None when a newer version came meanwhile."""
+        found = await self._result(ACTIONS, self._actionable, document)
+        return None if found is None else found[0]
+
     async def fixed_text(self, document: TextDocument) -> tuple[str | None] | None:
         """`(text,)`: the current version with every safe fix applied (text None: nothing to
         fix); None when a newer version came meanwhile."""
         return await self._result(FIX, self._fixed, document)
 
     def forget(self, uri: str) -> None:
-        self._diagnostics.forget(uri)
-        self._fixed.forget(uri)
+        for results in (self._diagnostics, self._actionable, self._fixed):
+            results.forget(uri)
+
+    def close(self, uri: str) -> None:
+        self.forget(uri)
+        self._units.pop(uri, None)
 
     def reset(self) -> None:
         """The configuration changed: forget it and every result made under it."""
         self._generation += 1
         self.projects.clear()
-        self._diagnostics.clear()
-        self._fixed.clear()
+        for results in (self._diagnostics, self._actionable, self._fixed):
+            results.clear()
+        self._units.clear()
         self._asked.clear()
 
     def stop(self) -> None:
@@ -134,7 +152,8 @@ class Linter:
 
     def _ask(self, what: str, snapshot: Snapshot, delay: float) -> None:
         loop = asyncio.get_running_loop()
-        work: Callable[[Snapshot], object] = self._diagnose if what == CHECK else self._fix
+        work: Callable[[Snapshot], object] = {
+            CHECK: self._diagnose, ACTIONS: self._diagnose_fully, FIX: self._fix}[what]
 
         def task() -> None:
             result = work(snapshot)
@@ -155,6 +174,9 @@ class Linter:
             self._fixed.put(uri, version, result if isinstance(result, str) else None)
             return
         diagnostics: Diagnostics = result if isinstance(result, list) else []
+        if what == ACTIONS:
+            self._actionable.put(uri, version, diagnostics)
+            return
         self._diagnostics.put(uri, version, diagnostics)
         if self.server.workspace.get_text_document(uri).version == version:
             self._publish(uri, version, diagnostics)
@@ -181,15 +203,18 @@ class Linter:
         return tuple(Path(root).absolute() for root in roots if root)
 
     # --- on the worker thread -----------------------------------------------------------
-    def _diagnose(self, snapshot: Snapshot) -> Diagnostics:
+    def _diagnose(self, snapshot: Snapshot, actions: bool = False) -> Diagnostics:
         try:
-            return self._diagnostics_of(snapshot)
+            return self._diagnostics_of(snapshot, actions)
         except Exception as error:  # a rule's bug must not take the server down
             logger.exception("checking %s failed", snapshot.uri)
             return [message_diagnostic(f"cudalint: internal error: {type(error).__name__}: "
                                        f"{error}")]
 
-    def _diagnostics_of(self, snapshot: Snapshot) -> Diagnostics:
+    def _diagnose_fully(self, snapshot: Snapshot) -> Diagnostics:
+        return self._diagnose(snapshot, actions=True)
+
+    def _diagnostics_of(self, snapshot: Snapshot, actions: bool) -> Diagnostics:
         path, kind = snapshot.path, snapshot.kind
         if kind is None:
             return []
@@ -199,10 +224,14 @@ class Linter:
             return [message_diagnostic(f"cudalint: {error}")]
         if project.excludes(path, kind):
             return []
-        findings = checker.check_text(path, kind, snapshot.text, project)
+        if kind is FileKind.PYTHON and not actions:
+            units = self._units.setdefault(snapshot.uri, UnitCache(checker.fix_names()))
+            findings = checker.check_python_text(path, snapshot.text, project, units)
+        else:
+            findings = checker.check_text(path, kind, snapshot.text, project, edits=actions)
         noqa = Noqa(snapshot.text, kind)
-        return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version)
-                for finding in findings]
+        return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version,
+                              actions=actions) for finding in findings]
 
     def _fix(self, snapshot: Snapshot) -> str | None:
         if snapshot.kind is not FileKind.PYTHON:

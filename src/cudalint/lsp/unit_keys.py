@@ -1,0 +1,205 @@
+"""What the findings of a leaf unit (a top-level function, a method of a top-level class, a
+class without methods) depend on beyond its own text, as a key: the language server keeps a
+unit's findings under its text and this key (lsp/incremental.py).
+
+The key is conservative: the module's statements outside every unit (imports, class headers,
+class bodies, `if`/`try` blocks...) verbatim; the unit's place among them; and, of what other
+units and module-level assignments do, what the rules can see from inside the unit: `name = ...`
+of a name the unit mentions (rules follow a name to its value, module-wide for CUD6), the
+`self.attr = ...` of its class's methods (guards read them), imports and `global` anywhere (the
+engine's aliases run on in source order), the module's top-level names a fix may collide with,
+and the words a rule looks for in the whole module. A comment, a blank line, a new module-level
+`extra = ...` or a new function leaves the other units' keys as they were.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+_WORD = re.compile(r"\w+")
+# Words a rule looks for anywhere in the module's code (CUD6 float64: "uses a device").
+FILE_WORDS = (b"device", b"cuda", b"mps")
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPE_STATEMENTS = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
+
+
+class Unit(Protocol):
+    """A leaf unit as the engine gives it (engine/sparse.py): 1-based lines, its text."""
+
+    @property
+    def first(self) -> int: ...
+
+    @property
+    def last(self) -> int: ...
+
+    @property
+    def text(self) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a unit's text shows the rest of the module, read once per distinct text."""
+
+    names: frozenset[str]  # every word in it (strings and comments too), as identifiers read
+    assigns: tuple[tuple[str, bytes], ...]  # `name = ...` anywhere in it: (name, statement)
+    attributes: tuple[tuple[str, bytes], ...]  # `self.attr = ...`: (attr, statement)
+    imports: tuple[bytes, ...]  # its import, `global` and `nonlocal` statements
+    # It must be walked whenever another unit is: an import or `global` (the module's aliases
+    # and names), an MPS mention (a module-level device choice reads the whole module for one).
+    reaching: bool
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A module cut into its leaf units and the statements outside them."""
+
+    units: dict[int, tuple[ast.stmt, ast.ClassDef | None]]  # first line -> node, its class
+    outside: list[tuple[int, bytes]]  # (first line, text) of each statement outside units
+    assigns: list[tuple[int, frozenset[str], bytes]]  # module-level `name = ...` statements
+    top_names: frozenset[str]  # what the module's top level binds (defs, classes, names)
+
+
+def layout(lines: Sequence[bytes], tree: ast.Module) -> Layout:
+    """Where the leaf units are (as engine/sparse.units_of cuts them) and what lies outside."""
+    found = Layout({}, [], [], frozenset(_top_names(tree)))
+    for statement in tree.body:
+        if isinstance(statement, _DEFS):
+            found.units[_start(statement)] = (statement, None)
+        elif isinstance(statement, ast.ClassDef):
+            _cut_class(statement, lines, found)
+        elif (targets := _plain_targets(statement)) is not None:
+            found.assigns.append((statement.lineno, targets, _text(lines, statement)))
+        else:
+            found.outside.append((statement.lineno, _text(lines, statement)))
+    return found
+
+
+def _cut_class(node: ast.ClassDef, lines: Sequence[bytes], found: Layout) -> None:
+    methods = [s for s in node.body if isinstance(s, _DEFS)]
+    if not methods:
+        found.units[_start(node)] = (node, None)
+        return
+    header_end = _start(node.body[0]) - 1
+    found.outside.append((_start(node), b"\n".join(lines[_start(node) - 1:header_end])))
+    for statement in node.body:
+        if isinstance(statement, _DEFS):
+            found.units[_start(statement)] = (statement, node)
+        else:
+            found.outside.append((statement.lineno, _text(lines, statement)))
+
+
+def facts_of(node: ast.stmt, text: bytes, lines: Sequence[bytes]) -> Facts:
+    assigns: list[tuple[str, bytes]] = []
+    attributes: list[tuple[str, bytes]] = []
+    imports: list[bytes] = []
+    for child in ast.walk(node):
+        if isinstance(child, _SCOPE_STATEMENTS):
+            imports.append(_text(lines, child))
+        if isinstance(child, ast.Assign):
+            for target in child.targets:
+                if isinstance(target, ast.Name):
+                    assigns.append((target.id, _text(lines, child)))
+        if isinstance(child, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+            attributes.extend((t.attr, _text(lines, child)) for t in _attribute_targets(targets))
+    names = words(text)
+    return Facts(names, tuple(assigns), tuple(attributes), tuple(imports),
+                 bool(imports) or "mps" in names)
+
+
+def words(text: bytes) -> frozenset[str]:
+    """The identifier-like words of `text`, NFKC-normalized as the parser reads names."""
+    found = _WORD.findall(text.decode("utf-8", errors="replace"))
+    return frozenset(w if w.isascii() else unicodedata.normalize("NFKC", w) for w in found)
+
+
+def _attribute_targets(targets: Iterable[ast.expr]) -> Iterable[ast.Attribute]:
+    for target in targets:
+        if isinstance(target, ast.Attribute):
+            yield target
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            yield from _attribute_targets(target.elts)
+
+
+class Keys:
+    """The key of each leaf unit of one version of a module."""
+
+    def __init__(self, found: Layout, facts: Mapping[int, Facts], data: bytes,
+                 special: frozenset[str]) -> None:
+        self.layout, self.facts, self.special = found, facts, special
+        outside = b"\0".join(text for _, text in found.outside)
+        self._common = (hashlib.blake2b(outside, digest_size=16).digest(),
+                        tuple(word in data for word in FILE_WORDS))
+        self._assigned: dict[str, list[bytes]] = {}
+        for first in sorted(facts):
+            for name, statement in facts[first].assigns:
+                self._assigned.setdefault(name, []).append(statement)
+        self._imports = [(first, facts[first].imports) for first in sorted(facts)
+                         if facts[first].imports]
+
+    def key(self, first: int) -> bytes:
+        owner = self.layout.units[first][1]
+        names = self.facts[first].names | self.special
+        parts = (
+            self._common,
+            sum(1 for line, _ in self.layout.outside if line < first),
+            [(line < first, text) for line, targets, text in self.layout.assigns
+             if not targets.isdisjoint(names)],
+            sorted(text for name in names for text in self._assigned.get(name, ())),
+            self._class_attributes(owner, names),
+            [(line < first, imports) for line, imports in self._imports if line != first],
+            sorted(self.layout.top_names & names),
+        )
+        return hashlib.blake2b(repr(parts).encode(), digest_size=16).digest()
+
+    def _class_attributes(self, owner: ast.ClassDef | None,
+                          names: frozenset[str]) -> list[bytes]:
+        if owner is None:
+            return []
+        found: list[bytes] = []
+        for first, (_, unit_owner) in self.layout.units.items():
+            if unit_owner is owner:
+                found.extend(text for attr, text in self.facts[first].attributes
+                             if attr in names)
+        return sorted(found)
+
+
+def _start(node: ast.stmt) -> int:
+    """A statement's first line, its decorators included."""
+    decorators = getattr(node, "decorator_list", ())
+    return min([node.lineno, *(d.lineno for d in decorators)])
+
+
+def _end(node: ast.stmt) -> int:
+    return node.end_lineno or node.lineno
+
+
+def _text(lines: Sequence[bytes], node: ast.stmt) -> bytes:
+    return b"\n".join(lines[node.lineno - 1:_end(node)])
+
+
+def _plain_targets(statement: ast.stmt) -> frozenset[str] | None:
+    """The names a module-level `name = ...` binds; None for any other statement."""
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        targets = [statement.target]
+    else:
+        return None
+    if not all(isinstance(t, ast.Name) for t in targets):
+        return None
+    return frozenset(t.id for t in targets if isinstance(t, ast.Name))
+
+
+def _top_names(tree: ast.Module) -> Iterable[str]:
+    for statement in tree.body:
+        if isinstance(statement, (*_DEFS, ast.ClassDef)):
+            yield statement.name
+        elif (targets := _plain_targets(statement)) is not None:
+            yield from targets
