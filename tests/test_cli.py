@@ -345,3 +345,19 @@ def test_parallel_run_reports_what_a_serial_run_does(chdir_tmp, capsys):
     parallel_code, parallel = run_json(capsys, "check", "--jobs", "2", ".")
     assert serial_code == parallel_code == 1
     assert parallel == serial and len(serial) == 2 * 26
+
+
+def test_usage_lists_every_command(capsys):
+    from cudalint import cli
+
+    assert main(["--help"]) == 0
+    usage = capsys.readouterr().out
+    for command in [*cli._DELEGATED, *cli._OWN]:
+        assert f"cudalint {command}" in usage, command
+
+
+def test_report_help_shows_the_default_format(capsys):
+    assert main(["report", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "how to write the decision (default: text)" in help_text
+    assert "--smoke RUN.json" in help_text

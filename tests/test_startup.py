@@ -21,14 +21,15 @@ _SMALL = ("import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\n"
           "x = torch.zeros(3, device='cuda:0')\n")
 # (packaging.version is light, and read when a rule picks the MPS table for the target torch.)
 _NEVER_WHEN_PIPED = ("rich", "yaml", "elftools", "libcst.matchers", "packaging.requirements",
-                     "packaging.markers", "cudalint.rules.cud4_pins.conda")
+                     "packaging.markers", "cudalint.rules.cud4_pins.conda", "pathspec")
 _NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_device",
                       "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
-                      "rich", "packaging")
+                      "rich", "packaging", "pathspec")
 
 
 def _imported(folder: Path, *args: str) -> tuple[str, set[str]]:
-    env = {**os.environ, "PYTHONPATH": _SRC, "CUDALINT_CACHE_DIR": str(folder / "cache")}
+    cache = folder.parent / f"{folder.name}-cache"  # outside the tree checked
+    env = {**os.environ, "PYTHONPATH": _SRC, "CUDALINT_CACHE_DIR": str(cache)}
     env.pop("FORCE_COLOR", None)
     done = subprocess.run([sys.executable, "-c", _PROBE, "check", *args], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
@@ -59,3 +60,27 @@ def test_a_run_replayed_from_the_cache_imports_no_rule_and_no_libcst(tmp_path):
     assert second == first
     assert "CUD102" in second
     assert _packages(modules, _NEVER_WHEN_CACHED) == []
+
+
+def test_plain_name_excludes_match_as_pathspec_does():
+    """Excludes that are all plain names are matched without importing pathspec, with the
+    answers pathspec's gitignore rules give: any component, at any depth, files and folders."""
+    import itertools
+
+    import pathspec
+
+    from cudalint.config import DEFAULT_EXCLUDE
+    from cudalint.discovery import _Names, _spec
+
+    lines = [*DEFAULT_EXCLUDE, "build.log", "my-dir", "# a comment", ""]
+    names, reference = _spec(lines), pathspec.GitIgnoreSpec.from_lines(lines)
+    assert isinstance(names, _Names)
+    parts = ["src", "venv", ".venv", "dist", "x.py", "build.log", "dist2", "adist", "my-dir",
+             "site-packages", "__pycache__", ".git"]
+    for depth in (1, 2, 3):
+        for combo in itertools.product(parts, repeat=depth):
+            for path in ("/".join(combo), "/".join(combo) + "/", "/work/" + "/".join(combo)):
+                assert names.match_file(path) == reference.match_file(path), path
+    assert not isinstance(_spec(["*.pyc", "dist"]), _Names)  # a glob: pathspec decides
+    assert not isinstance(_spec(["build/"]), _Names)  # folders only
+    assert not isinstance(_spec(["!keep"]), _Names)

@@ -145,6 +145,8 @@ def _usage() -> str:
         "       cudalint check - --stdin-filename PATH [--fix]  (an editor's buffer)\n"
         "       cudalint rule CODE | --all [--output-format json]\n"
         "       cudalint init-helper PATH [--force]\n"
+        "       cudalint report [PATH ...] [--smoke RUN.json ...] [--output-format FORMAT]\n"
+        "                                        (can the project move to a Mac?)\n"
         "       cudalint smoke TARGET [...]      (needs cudalint[smoke])\n"
         "       cudalint mps-ops [--target-torch X]\n"
         "       cudalint lsp                     (needs cudalint[lsp])\n"

@@ -115,3 +115,18 @@ def test_a_fix_run_fixes_a_file_whose_lint_is_cached(project, capsys):
     code, _out = _check(capsys, "--fix")
     assert "pick_device" in (project / "pkg/helpers.py").read_text()
     assert code == 1  # what cannot be fixed remains
+
+
+def test_a_new_target_torch_is_a_new_entry(project, capsys):
+    """The target torch comes from the project's requirements: a new pin, new findings."""
+    (project / "ops.py").write_text("import torch\n\n\ndef pad(x):\n"
+                                    "    return torch.nn.functional.rrelu(x.cuda())\n")
+    outputs = []
+    for pin in ("torch==2.1.0\n", "torch>=2.7\n"):
+        (project / "requirements.txt").write_text(pin)
+        _check(capsys, "--output-format", "json")
+        cached = _check(capsys, "--output-format", "json")
+        assert cached == _check(capsys, "--output-format", "json", "--no-cache")
+        outputs.append([f["message"] for f in json.loads(cached[1])
+                        if f["filename"].endswith("ops.py")])
+    assert outputs[0] != outputs[1]

@@ -14,9 +14,12 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+FOLDER = Path(__file__).parent
+
+
 @cache
 def load(name: str) -> dict[str, Any]:
     """The parsed `cudalint/data/<name>` (TOML, or JSON by its name). Read beside this module:
     importlib.resources alone costs more start-up than every table."""
-    text = (Path(__file__).parent / name).read_text("utf-8")
+    text = (FOLDER / name).read_text("utf-8")
     return json.loads(text) if name.endswith(".json") else tomllib.loads(text)

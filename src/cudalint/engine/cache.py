@@ -13,10 +13,9 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from functools import cache
+from dataclasses import dataclass
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +55,7 @@ class Cache:
         return cls(folder, salt)
 
     def key(self, path: Path, kind: FileKind, settings: Settings, data: bytes) -> str:
-        head = json.dumps([self.salt, str(path.resolve()), kind.value, _settings(settings)],
-                          default=repr)
+        head = "\0".join((self.salt, os.path.abspath(path), kind.value, _settings(settings)))
         return hashlib.sha256(head.encode() + b"\0" + data).hexdigest()
 
     def load(self, key: str, path: Path) -> tuple[list[Finding], str | None] | None:
@@ -94,6 +92,8 @@ def _prepare(folder: Path) -> None:
 def _write(path: Path, data: bytes) -> None:
     """Through a temporary file and a rename: a concurrent run reads the old entry or the new
     one, never half of one. No fsync: a damaged entry is only a miss."""
+    import tempfile  # only when something is stored: a run that only replays writes nothing
+
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
@@ -109,19 +109,28 @@ def _write(path: Path, data: bytes) -> None:
 def _installed_files() -> str:
     """A fingerprint of cudalint's own files: an edited rule makes new keys, even when the
     version number stays the same (an editable install)."""
-    package = Path(cudalint.__file__).parent
-    digest = hashlib.sha256()
-    for file in sorted(package.rglob("*")):
-        if file.suffix in (".py", ".toml", ".json"):
-            stat = file.stat()
-            digest.update(f"{file.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns}"
-                          .encode())
-    return digest.hexdigest()
+    package = os.path.dirname(cudalint.__file__)
+    stamps = []
+    for folder, children, files in os.walk(package):
+        children[:] = [child for child in children if child != "__pycache__"]
+        for name in files:
+            if name.endswith((".py", ".toml", ".json")):
+                file = os.path.join(folder, name)
+                stat = os.stat(file)
+                stamps.append(f"{os.path.relpath(file, package)}:{stat.st_size}:"
+                              f"{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(sorted(stamps)).encode()).hexdigest()
 
 
-def _settings(settings: Settings) -> dict[str, Any]:
-    return {name: sorted(value) if isinstance(value, frozenset) else value
-            for name, value in asdict(settings).items()}
+def _settings(settings: Settings) -> str:
+    """The settings as JSON, computed once per distinct value (files share them)."""
+    return _settings_text(tuple(vars(settings).values()))
+
+
+@lru_cache(maxsize=256)
+def _settings_text(values: tuple[Any, ...]) -> str:
+    return json.dumps([sorted(v) if isinstance(v, frozenset) else v for v in values],
+                      default=repr)
 
 
 def _plain(finding: Finding) -> dict[str, Any]:

@@ -38,7 +38,13 @@ def is_helper_copy(data: bytes) -> bool:
 
 def helper_place(path: Path, kind: FileKind) -> HelperPlace:
     """The helper module a file imports, and where that module's file is."""
-    return _place(path.resolve().parent, notebook=kind is FileKind.NOTEBOOK)
+    folder = path.resolve().parent if path.is_symlink() else _real_folder(path.parent)
+    return _place(folder, notebook=kind is FileKind.NOTEBOOK)
+
+
+@lru_cache(maxsize=1024)  # one realpath per folder, not per file
+def _real_folder(folder: Path) -> Path:
+    return folder.resolve()
 
 
 @lru_cache(maxsize=1024)  # the files of one folder share it

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import re
@@ -19,7 +18,6 @@ from cudalint.engine.cache import Cache
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
 from cudalint.engine.settings import Settings
-from cudalint.engine.writer import WriteError, write_fixed
 from cudalint.finding import Finding, error_finding
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.runtime.helper import write_helper
@@ -370,6 +368,8 @@ def finish_fix(
         return report
     if job.options.in_memory:
         return report
+    from cudalint.engine.writer import WriteError, write_fixed  # tempfile: only to write
+
     try:
         write_fixed(job.path, fixed, job.data)
     except WriteError as error:
@@ -429,6 +429,8 @@ def run_file_rules(rules: Sequence[FileRule], source: SourceFile) -> list[Findin
 
 
 def unified_diff(before: str, after: str, path: Path) -> str:
+    import difflib  # only for --diff
+
     shown = os.path.relpath(path) if Path.cwd() in Path(path).resolve().parents else str(path)
     return "".join(
         difflib.unified_diff(

@@ -6,7 +6,6 @@ setup.py / setup.cfg (install_requires, extras_require) and environment*.yml (co
 
 from __future__ import annotations
 
-import configparser
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -155,6 +154,8 @@ def _setup_cfg(path: Path) -> Iterator[str]:
     text = read_text(path)
     if text is None:
         return
+    import configparser  # only for a project with a setup.cfg
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import enum
 import functools
-import importlib.resources
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cudalint import data
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -267,8 +269,8 @@ def _call_info(key: str, entry: Mapping[str, Any]) -> CallInfo:
 # loading
 
 
-def _data_dir() -> Any:
-    return importlib.resources.files("cudalint").joinpath("data", "mps_ops")
+def _data_dir() -> Path:
+    return data.FOLDER / "mps_ops"
 
 
 def _release(version: Version) -> tuple[int, int, int]:

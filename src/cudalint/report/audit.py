@@ -17,6 +17,7 @@ from pathlib import Path
 from cudalint.config import Config
 from cudalint.engine.runner import RunOptions, run
 from cudalint.finding import Applicability, Category, Finding
+from cudalint.output.common import found_before
 from cudalint.output.paths import display_path
 from cudalint.report.paths import PathClass, classify
 
@@ -64,15 +65,22 @@ class Audit:
 
 
 def audit(paths: Sequence[Path], config: Config, jobs: int | None = None) -> Audit:
-    """Check `paths` as they are, then as `--fix` and `--unsafe-fixes` would leave them."""
-    findings = _findings(paths, config, RunOptions(jobs=jobs))
-    after_fix = _findings(paths, config, RunOptions(diff=True, jobs=jobs))
-    after_unsafe = _findings(paths, config, RunOptions(diff=True, unsafe_fixes=True, jobs=jobs))
+    """Check `paths` as they are and as `--fix` would leave them, in one run (`--diff`: each
+    report holds the findings before fixing and those left after); a second run, as
+    `--unsafe-fixes` would leave them, only when some finding has an unsafe fix."""
+    reports = run(paths, config, RunOptions(diff=True, jobs=jobs))
+    findings = [finding for report in reports for finding in found_before(report)]
+    after_fix = [finding for report in reports for finding in report.findings]
+    after_unsafe = after_fix
+    if any(_unsafe_fix(finding) for finding in [*findings, *after_fix]):
+        unsafe = RunOptions(diff=True, unsafe_fixes=True, jobs=jobs)
+        after_unsafe = [finding for report in run(paths, config, unsafe)
+                        for finding in report.findings]
     return classify_effort(findings, after_fix, after_unsafe)
 
 
-def _findings(paths: Sequence[Path], config: Config, options: RunOptions) -> list[Finding]:
-    return [finding for report in run(paths, config, options) for finding in report.findings]
+def _unsafe_fix(finding: Finding) -> bool:
+    return finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE
 
 
 def classify_effort(findings: Iterable[Finding], after_fix: Iterable[Finding],

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from cudalint.commands import HelpFormatter
 from cudalint.config import ConfigError, load_config
 from cudalint.discovery import MissingPathError
 from cudalint.report.audit import audit
@@ -26,15 +27,20 @@ FORMATS: dict[str, Callable[[Decision], str]] = {
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cudalint report", exit_on_error=False,
-                                     description="Decide whether a project can move to a Mac.")
-    parser.add_argument("paths", nargs="*", type=Path)
-    parser.add_argument("--smoke", type=Path, action="append", default=[],
+                                     description="Decide whether a project can move to a Mac.",
+                                     formatter_class=HelpFormatter)
+    parser.add_argument("paths", nargs="*", type=Path,
+                        help="files or folders to audit (default: .)")
+    parser.add_argument("--smoke", type=Path, action="append", default=[], metavar="RUN.json",
                         help="a `cudalint smoke --json` report (repeatable)")
-    parser.add_argument("--output-format", choices=("text", *FORMATS), default="text")
+    parser.add_argument("--output-format", choices=("text", *FORMATS), default="text",
+                        help="how to write the decision")
     parser.add_argument("-o", "--output", type=Path,
                         help="write the report here instead of printing it")
     parser.add_argument("--json", type=Path, help="also write the decision as JSON here")
-    parser.add_argument("--config", type=Path)
+    parser.add_argument("--config", type=Path, metavar="FILE",
+                        help="a pyproject.toml or cudalint.toml to use (default: the nearest "
+                             "pyproject.toml with [tool.cudalint])")
     return parser
 
 

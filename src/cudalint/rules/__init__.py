@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import pkgutil
 from collections.abc import Iterable
 from functools import cache
 from types import ModuleType
@@ -27,6 +26,8 @@ __all__ = ["all_rules", "for_kinds", "primary_rules", "rule_by_code", "select"]
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class with a code, sorted by code; for each code the primary class first."""
+    import pkgutil  # a run imports the rules it needs by name (for_kinds)
+
     modules = (importlib.import_module(info.name)
                for info in pkgutil.walk_packages(__path__, prefix=f"{__name__}."))
     return _rules_in(modules)
