@@ -275,25 +275,26 @@ def _start_worker(parent: int, memory_limit: int | None) -> None:
 
 
 def _cap_memory(limit: int) -> None:
-    """RLIMIT_AS at the address space this worker has now, plus `limit`."""
-    try:
-        import resource
-    except ImportError:  # Windows
+    """RLIMIT_AS at the address space this worker has now, plus `limit`; Linux only (macOS
+    does not enforce RLIMIT_AS)."""
+    used = _address_space()
+    if used is None:
         return
+    import resource
+
     with contextlib.suppress(OSError, ValueError):
         _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        wanted = _address_space() + limit
-        if hard == resource.RLIM_INFINITY or wanted < hard:
-            resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+        if hard == resource.RLIM_INFINITY or used + limit < hard:
+            resource.setrlimit(resource.RLIMIT_AS, (used + limit, hard))
 
 
-def _address_space() -> int:
-    """This process's virtual memory size in bytes (0 where /proc cannot tell)."""
+def _address_space() -> int | None:
+    """This process's virtual memory size in bytes; None where /proc cannot tell."""
     try:
         with open("/proc/self/statm", "rb") as statm:
             return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        return 0
+        return None
 
 
 def _die_with_parent() -> bool:

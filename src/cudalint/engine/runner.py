@@ -5,7 +5,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -225,6 +224,8 @@ KILL_WORKER_ON = "CUDALINT_TEST_KILL_WORKER_ON"
 
 def _check_in_worker(task: Task) -> FileReport:
     if task[0].name == os.environ.get(KILL_WORKER_ON):
+        import signal
+
         os.kill(os.getpid(), signal.SIGKILL)
     return check_file(*task)
 
