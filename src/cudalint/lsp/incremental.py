@@ -57,7 +57,7 @@ class UnitCache:
         (the rules and settings: entries made under others are dropped)."""
         if scope != self._scope:
             self._scope, self._entries = scope, {}
-        lines = data.split(b"\n")
+        lines = data.splitlines()  # as the parser counts lines: \n, \r\n or \r
         found = layout(lines, tree)
         by_first = {unit.first: unit for unit in units if unit.first in found.units}
         facts = {first: self._facts_of(unit, found.units[first][0], lines)

@@ -1,6 +1,7 @@
-"""`cudalint lsp`: the language server. It checks each open document's buffer with the same
-engine call as `cudalint check` on every open, change and save, publishes the findings as
-diagnostics, and answers code actions with the findings' fixes, noqa comments and fix-all.
+"""`cudalint lsp`: the language server. It checks each open document's buffer with the engine
+`cudalint check` runs on every open, change and save (re-reading only the functions an edit
+changed, lsp/incremental.py), publishes the findings as diagnostics, and answers code actions
+with the findings' fixes, noqa comments and fix-all.
 
 Notebook documents are not checked: notebook findings are placed by cell.
 """
