@@ -109,6 +109,32 @@ def test_cli_select_overrides_config(chdir_tmp, capsys):
     assert [f["code"] for f in found] == ["CUD102"]
 
 
+
+def test_cli_extend_select_overrides_a_config_ignore(chdir_tmp, capsys):
+    """As ruff: the command line comes after the configuration, so its extend-select enables
+    what the configuration ignores, and its ignore disables what the configuration selects."""
+    write(chdir_tmp, "pyproject.toml",
+          '[tool.cudalint]\nselect = ["CUD10"]\nignore = ["CUD102"]\n')
+    write(chdir_tmp, "train.py", CUDA_SCRIPT)
+    _, found = run_json(capsys, "check", ".")
+    assert [f["code"] for f in found] == ["CUD101"]
+    _, found = run_json(capsys, "check", "--extend-select", "CUD102", ".")
+    assert sorted(f["code"] for f in found) == ["CUD101", "CUD102"]
+    _, found = run_json(capsys, "check", "--ignore", "CUD1", "--extend-select", "CUD102", ".")
+    assert [f["code"] for f in found] == ["CUD102"]  # the longer prefix wins within a source
+    _, found = run_json(capsys, "check", "--ignore", "CUD101", ".")
+    assert found == []  # the configuration's ignore still holds beside the command line's
+
+
+def test_a_cli_select_drops_the_config_ignore(chdir_tmp, capsys):
+    write(chdir_tmp, "pyproject.toml", '[tool.cudalint]\nignore = ["CUD102"]\n'
+                                       'extend-select = ["CUD101"]\n')
+    write(chdir_tmp, "train.py", CUDA_SCRIPT)
+    _, found = run_json(capsys, "check", "--select", "CUD102", ".")
+    assert [f["code"] for f in found] == ["CUD102"]
+    _, found = run_json(capsys, "check", "--select", "CUD102", "--ignore", "CUD102", ".")
+    assert found == []  # a tie within a source: ignore wins
+
 def test_excludes_and_gitignore(chdir_tmp, capsys):
     write(chdir_tmp, "pyproject.toml", '[tool.cudalint]\nextend-exclude = ["generated/"]\n')
     write(chdir_tmp, ".gitignore", "scratch_*.py\n")
@@ -121,6 +147,20 @@ def test_excludes_and_gitignore(chdir_tmp, capsys):
         "pkg/train.py"
     }
 
+
+
+def test_build_output_is_excluded_by_default_as_in_ruff(chdir_tmp, capsys):
+    """setuptools copies the package into build/lib: reporting it would count every finding
+    twice and --fix would edit the copy."""
+    for folder in ("build/lib/pkg", ".pytest_cache", ".vscode", "pkg"):
+        write(chdir_tmp, f"{folder}/train.py", CUDA_SCRIPT)
+    write(chdir_tmp, "builder/train.py", CUDA_SCRIPT)  # only the folder named build
+    _, found = run_json(capsys, "check", ".")
+    assert {Path(f["filename"]).relative_to(chdir_tmp).parent.as_posix() for f in found} == {
+        "pkg", "builder"
+    }
+    _, found = run_json(capsys, "check", "build/lib/pkg/train.py")  # named: still checked
+    assert found
 
 # -- noqa -------------------------------------------------------------------------------------
 def test_noqa_suppresses_named_codes_only(chdir_tmp, capsys):

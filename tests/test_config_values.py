@@ -15,6 +15,8 @@ BAD_VALUES = {
     "target-torch": ('target-torch = "banana"', "target-torch: 'banana' is not a version"),
     "max-file-size-zero": ("max-file-size = 0", "max-file-size must be a positive number"),
     "max-file-size-bool": ("max-file-size = true", "max-file-size must be a whole number"),
+    "max-memory-negative": ("max-memory = -1", "max-memory must be a positive number"),
+    "max-memory-string": ('max-memory = "4GB"', "max-memory must be a whole number"),
     "respect-gitignore-int": ("respect-gitignore = 1", "respect-gitignore must be true or false"),
     "per-file-ignores-code": ('per-file-ignores = {"tests/*" = ["CUD9999"]}',
                               "unknown rule selector 'CUD9999'"),

@@ -52,13 +52,15 @@ def _check_parser() -> argparse.ArgumentParser:
     parser.add_argument("--show-fixes", action="store_true",
                         help="list the fixes applied, per file and code")
     parser.add_argument("--select", type=_codes, metavar="CODES",
-                        help="codes or prefixes to enable (CUD1,CUD201) (default: the "
+                        help="codes or prefixes to enable (CUD1,CUD201) instead of the "
+                             "configuration's choice, its `ignore` included (default: the "
                              "configuration's `select`, else ALL)")
     parser.add_argument("--ignore", type=_codes, metavar="CODES",
-                        help="codes or prefixes to disable (default: the configuration's "
-                             "`ignore`)")
+                        help="codes or prefixes to disable, besides the configuration's "
+                             "`ignore`")
     parser.add_argument("--extend-select", type=_codes, default=[], metavar="CODES",
-                        help="add to select")
+                        help="add to the selection, even codes the configuration ignores "
+                             "(as ruff)")
     parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="full",
                         help="how to print findings")
     parser.add_argument("--statistics", action="store_true", help="count findings per code")

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -21,24 +21,37 @@ else:  # pragma: no cover
 DEFAULT_TARGET_TORCH = "2.6"
 # Larger files are skipped with an error line: LibCST takes about 0.7 GB per MB of source.
 DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
+# The memory one file's check may take: its worker process is capped at it (RLIMIT_AS), and a
+# Python file whose size predicts more is skipped with a line.
+DEFAULT_MAX_MEMORY = 4 * 1024 * 1024 * 1024
+# ruff's default excludes, and cudalint's cache and bytecode folders.
 DEFAULT_EXCLUDE = (
-    ".bzr", ".cudalint_cache", ".direnv", ".eggs", ".git", ".hg", ".ipynb_checkpoints",
-    ".mypy_cache", ".nox",
-    ".pants.d", ".pytype",
-    ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "_build", "buck-out", "dist",
-    "node_modules", "site-packages", "venv", "__pycache__",
+    ".bzr", ".cudalint_cache", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg",
+    ".ipynb_checkpoints", ".mypy_cache", ".nox", ".pants.d", ".pyenv", ".pytest_cache",
+    ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode", "__pycache__",
+    "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages",
+    "venv",
 )
 _KEYS = frozenset(
     {
         "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
         "exclude-kinds", "helper", "target-torch", "known-first-party", "respect-gitignore",
-        "max-file-size",
+        "max-file-size", "max-memory",
     }
 )
 
 
 _TYPE_NAMES = {list: "a list", dict: "a table", str: "a string", int: "a whole number",
                bool: "true or false"}
+
+
+class Selection(NamedTuple):
+    """One source's choice of rules (the configuration, the command line): its `select`
+    (None: it keeps what the sources before it chose), `extend-select` and `ignore`."""
+
+    select: Sequence[str] | None
+    extend_select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
 
 
 class ConfigError(Exception):
@@ -63,6 +76,7 @@ class Config:
     known_first_party: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped, with a line
+    max_memory: int = DEFAULT_MAX_MEMORY  # bytes one file's check may take
 
     @property
     def target_torch_tuple(self) -> tuple[int, int] | None:
@@ -167,8 +181,9 @@ def _validate(config: Config, path: Path) -> None:
     if config.helper and not _MODULE.fullmatch(config.helper):
         raise ConfigError(f"{where} helper: {config.helper!r} is not a module name such as "
                           "'pkg.device'")
-    if config.max_file_size <= 0:
-        raise ConfigError(f"{where} max-file-size must be a positive number of bytes")
+    for name in ("max-file-size", "max-memory"):
+        if getattr(config, name.replace("-", "_")) <= 0:
+            raise ConfigError(f"{where} {name} must be a positive number of bytes")
     _require_known_selectors(config, where)
 
 

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import stat
+import struct
+import subprocess
+import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,8 @@ import pytest
 from cudalint.engine import autofix
 from cudalint.engine.writer import WriteError, write_fixed
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
+
+SOURCE = str(Path(__file__).parents[2] / "src")
 
 
 def _refuse(monkeypatch: pytest.MonkeyPatch, module: object, name: str, path: Path,
@@ -137,3 +144,96 @@ def test_an_in_place_write_checks_the_text_it_replaces(tmp_path):
     assert path.read_text() == "current\n"
     write_fixed(path, b"fixed\n", b"current\n")
     assert (tmp_path / "twin.py").read_text() == "fixed\n"
+
+
+# A POSIX ACL as the kernel stores it: version 2, then (tag, permissions, id) entries sorted by
+# tag: the owner rw, user 1234 rw, the group r, the mask rw, others r.
+_ACL = b"".join([struct.pack("<I", 2), *(struct.pack("<HHI", tag, perm, uid) for tag, perm, uid in
+                 [(0x01, 6, 0xFFFFFFFF), (0x02, 6, 1234), (0x04, 4, 0xFFFFFFFF),
+                  (0x10, 6, 0xFFFFFFFF), (0x20, 4, 0xFFFFFFFF)])])
+
+
+def _set_attribute_or_skip(path: Path, name: str, value: bytes) -> None:
+    if not hasattr(os, "setxattr"):
+        pytest.skip("no extended attributes on this system")
+    try:
+        os.setxattr(path, name, value)
+    except OSError as error:
+        pytest.skip(f"{name} not supported here: {error.strerror}")
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("user.origin", b"downloaded from the cluster"),
+    ("system.posix_acl_access", _ACL),  # what setfacl -m u:1234:rw writes
+])
+def test_extended_attributes_and_acls_are_kept(tmp_path, capsys, name, value):
+    bad, good = _tree(tmp_path)
+    _set_attribute_or_skip(bad, name, value)
+    inode = bad.stat().st_ino
+    outcome = run(capsys, "check", "--fix", str(tmp_path))
+    assert outcome.code == 0 and outcome.errors("bad.py") == []
+    assert_fixed(bad)
+    assert bad.stat().st_ino != inode  # replaced through a rename, the attribute copied
+    assert os.getxattr(bad, name) == value
+    assert_fixed(good)
+
+
+def test_an_acl_inherited_from_the_folder_is_not_added(tmp_path, capsys):
+    """The temporary file takes the folder's default ACL; the file it replaces had none."""
+    bad, good = _tree(tmp_path)
+    _set_attribute_or_skip(tmp_path, "system.posix_acl_default", _ACL)
+    run(capsys, "check", "--fix", str(tmp_path))
+    assert_fixed(bad)
+    assert "system.posix_acl_access" not in os.listxattr(bad)
+    assert "system.posix_acl_access" in os.listxattr(tmp_path / "_device.py")  # created here
+    assert_fixed(good)
+
+
+def test_an_attribute_the_new_file_cannot_take_means_writing_in_place(tmp_path, capsys,
+                                                                      monkeypatch):
+    """An unprivileged user may not set security.* labels: the file is rewritten in place."""
+    bad, good = _tree(tmp_path)
+    _set_attribute_or_skip(bad, "user.label", b"kept")
+    inode = bad.stat().st_ino
+    monkeypatch.setattr(os, "setxattr", _refusing_descriptors(os.setxattr))
+    outcome = run(capsys, "check", "--fix", str(tmp_path))
+    assert outcome.code == 0 and outcome.errors("bad.py") == []
+    assert_fixed(bad)
+    assert bad.stat().st_ino == inode and os.getxattr(bad, "user.label") == b"kept"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert_fixed(good)
+
+
+def _refusing_descriptors(setxattr):
+    """os.setxattr failing on a file descriptor (the temporary file) as for a label."""
+    def refusing(target, *args, **kwargs):
+        if isinstance(target, int):
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+        return setxattr(target, *args, **kwargs)
+    return refusing
+
+
+def test_sigterm_during_a_write_lets_it_finish(tmp_path):
+    """A worker gets SIGTERM when cudalint dies: the file in hand is written whole, no
+    temporary file is left, and then the process ends as SIGTERM says."""
+    path = tmp_path / "train.py"
+    path.write_text(GOOD)
+    script = textwrap.dedent(f"""
+        import os, signal
+        from pathlib import Path
+        from cudalint.engine import writer
+
+        replace = os.replace
+        def replace_after_sigterm(source, target):
+            os.kill(os.getpid(), signal.SIGTERM)  # after the temporary file, before the rename
+            replace(source, target)
+        os.replace = replace_after_sigterm
+        writer.write_fixed(Path({str(path)!r}), b"fixed\\n", {GOOD.encode()!r})
+        print("not reached")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": SOURCE})
+    assert done.returncode == -signal.SIGTERM, done.stderr
+    assert "not reached" not in done.stdout
+    assert path.read_text() == "fixed\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]

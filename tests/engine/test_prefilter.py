@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
+import pytest
+
+from cudalint.engine import sparse
 from cudalint.engine.context import Settings
+from cudalint.engine.outline import blanked
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import lint_python
 from cudalint.rules import rule_by_code
@@ -65,3 +70,85 @@ def test_integer_ordinals_and_rank_names():
                    b"x.to(LOCAL_RANK)\n", b"model.to(localRank)\n", b"d = torch.device(gpu)\n"):
         assert prefilter.matches(source), source
     assert not prefilter.matches(b"x = x.to(device)\ny = y.to(torch.float16)\n")
+
+
+def _code_matches(prefilter: Prefilter, source: str) -> bool:
+    """Whether the first statement of `source` (a function or class) names a term."""
+    node = ast.parse(source).body[0]
+    return prefilter.matches_code(source.encode(), node, sparse.first_line(node))
+
+
+_PROSE_ONLY = {
+    "docstring": 'def f(x):\n    """Moves x to CUDA with x.cuda()."""\n    return x\n',
+    "comment": "def f(x):\n    # x.cuda() would be faster\n    return x  # .cuda( too\n",
+    "nested docstring": (
+        "class Net:\n    '''Net.'''\n    def forward(self, x):\n"
+        "        '''Call .cuda() first.'''\n        if x:\n            'x.cuda()'\n"
+        "        return x\n"
+    ),
+    "docstring on the def line": "def f(x): 'x.cuda()'; return x\n",
+    "in a try block": "def f(x):\n    try:\n        '.cuda()'\n    finally:\n        pass\n",
+}
+_CODE = {
+    "a call after a docstring": 'def f(x):\n    """Doc."""\n    return x.cuda()\n',
+    "a call after a docstring on one line": "def f(x): 'doc'; return x.cuda()\n",
+    "a hash inside a string": "def f(x):\n    s = '#'; return x.cuda()\n",
+    "a quote inside a comment": "def f(x):\n    # don't\n    return x.cuda()\n",
+    "an f-string's code": "def f(x):\n    return f'{x.cuda()}'\n",
+    "a decorator": "@x.cuda()\ndef f():\n    '''doc'''\n",
+    "a triple-quoted value": "def f():\n    s = '''#\n'''; return s.cuda()\n",
+}
+
+
+@pytest.mark.parametrize("source", _PROSE_ONLY.values(), ids=_PROSE_ONLY.keys())
+def test_a_function_naming_a_term_only_in_prose_does_not_match(source):
+    prefilter = _prefilter("CUD102")
+    assert prefilter.matches(source.encode())  # the file-wide test still reads everything
+    assert not _code_matches(prefilter, source)
+
+
+@pytest.mark.parametrize("source", _CODE.values(), ids=_CODE.keys())
+def test_a_function_naming_a_term_in_code_matches(source):
+    assert _code_matches(_prefilter("CUD102"), source)
+
+
+def test_op_names_count_where_called_or_imported():
+    prefilter = _prefilter("CUD602", settings=Settings(target_torch=(2, 13)))
+    for source in ("def f(x):\n    return x.mode(dim=1)\n",
+                   "def f(x):\n    return torch.mode (\n        x)\n",
+                   "def f(x):\n    from torch import mode as m\n    return m(x)\n"):
+        assert _code_matches(prefilter, source), source
+    for source in ("def f(self, mode):\n    self.mode = mode\n",
+                   "def f(w):\n    init(w, mode='fan_in')\n",
+                   "def f(x):\n    '''Like torch.mode(x).'''\n    return x\n"):
+        assert not _code_matches(prefilter, source), source
+
+
+def test_a_function_named_only_in_prose_is_blanked_and_the_findings_stay(tmp_path):
+    """End to end: LibCST does not read the function whose docstring alone names CUDA, and
+    the file's findings are those of a whole read."""
+    source = (
+        b"import torch\n\n\ndef documented(x):\n    '''Returns x.cuda() on a GPU.'''\n"
+        b"    return x  # not x.cuda()\n\n\ndef moving(x):\n    '''Doc.'''\n"
+        b"    return x.cuda()\n"
+    )
+    tree = ast.parse(source)
+    prefilter = _prefilter("CUD102")
+    assert [unit.name for unit in blanked(source, tree, prefilter)] == ["documented"]
+    rule = rule_by_code("CUD102")
+    assert rule is not None
+    sparse_run = lint_python(source, Path("x.py"), [rule], Settings(),  # type: ignore[list-item]
+                             prefilter=prefilter)
+    whole_run = lint_python(source, Path("x.py"), [rule], Settings(),  # type: ignore[list-item]
+                            prefilter=prefilter, sparse=False)
+    assert [f.location.row for f in sparse_run.findings] == [11]
+    assert sparse_run.findings == whole_run.findings
+
+
+def test_data_parallel_counts_where_called():
+    prefilter = _prefilter("CUD702")
+    assert _code_matches(prefilter, "def f(m):\n    return nn.DataParallel(m)\n")
+    assert _code_matches(prefilter, "def f(m):\n    return DistributedDataParallel(\n        m)\n")
+    assert not _code_matches(prefilter, "def f(m):\n    if isinstance(m, nn.DataParallel):\n"
+                                        "        return m.module\n")
+    assert prefilter.matches(b"from torch.nn.parallel import DistributedDataParallel as DDP\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cudalint.config import Selection
 from cudalint.engine.python import error_finding
 from cudalint.engine.runner import run_file_rules
 from cudalint.kinds import FileKind, SourceFile
@@ -16,7 +17,7 @@ def test_every_class_runs_and_one_documents_each_code():
     codes = [rule.code for rule in primary_rules()]
     assert len(codes) == len(set(codes))
     assert set(codes) == {rule.code for rule in all_rules()}
-    cud501 = [rule for rule in select(["CUD501"], []) if rule.code == "CUD501"]
+    cud501 = [rule for rule in select([Selection(["CUD501"])]) if rule.code == "CUD501"]
     assert {issubclass(rule, FileRule) for rule in cud501} == {True, False}
     assert any(issubclass(rule, PythonRule) for rule in cud501)
     primary = rule_by_code("CUD501")

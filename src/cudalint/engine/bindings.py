@@ -7,14 +7,16 @@ from functools import lru_cache
 
 import libcst as cst
 
+from cudalint.engine import traversal
+
 
 @lru_cache(maxsize=32)  # nodes hash by identity; the findings of one function share it
 def bound_names(scope: cst.FunctionDef) -> frozenset[str]:
     """The names a function binds (nested functions included, to be safe): parameters,
     assignment targets, imports, defs."""
     finder = _Bindings()
-    scope.params.visit(finder)
-    scope.body.visit(finder)
+    traversal.visit(scope.params, finder)
+    traversal.visit(scope.body, finder)
     return frozenset(finder.names)
 
 

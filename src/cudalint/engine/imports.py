@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from cudalint.engine import traversal
 from cudalint.engine.context import dotted_name
 from cudalint.finding import Edit, Position
 
@@ -261,11 +262,11 @@ class _Uses(cst.CSTVisitor):
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        traversal.visit(node.value, self)
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
+        traversal.visit(node.value, self)
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -284,7 +285,7 @@ _ANNOTATION = re.compile(r"[\w.\[\], |]+")
 
 def uses(tree: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
     finder = _Uses()
-    tree.visit(finder)
+    traversal.visit(tree, finder)
     return finder.names
 
 

@@ -88,7 +88,8 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter) -> list[Unit]:
             found.append(unit)
             continue
         found.extend(m for m in unit.methods
-                     if not prefilter.matches(m.text) and triggers.isdisjoint(m.words))
+                     if not prefilter.matches_code(m.text, m.node, m.first)
+                     and triggers.isdisjoint(m.words))
     return found
 
 
@@ -122,7 +123,7 @@ def _idle_methods(
         return set()
     return {id(m.node) for m in members
             if isinstance(m.first, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and not prefilter.matches(m.text) and triggers.isdisjoint(m.words)}
+            and not _names_a_term(m, prefilter) and triggers.isdisjoint(m.words)}
 
 
 def parse_quietly(source: bytes | str, filename: str = "<unknown>") -> ast.Module:
@@ -160,7 +161,7 @@ def _relevant(
     """The top-level statements naming something the rules look for, and the names they bind
     (a statement using one of those names is relevant too)."""
     everything = set(range(len(statements)))
-    relevant = {i for i, s in enumerate(statements) if prefilter.matches(s.text)}
+    relevant = {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
     triggers: set[bytes] = set()
     while True:
         for index in relevant:
@@ -169,6 +170,16 @@ def _relevant(
         if not more:
             return relevant, triggers
         relevant |= more
+
+
+
+def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
+    """A function or class counts by its code (cudalint.engine.prefilter), any other
+    statement by its text."""
+    if isinstance(statement.first, _SKIPPABLE) and len(statement.nodes) == 1:
+        return prefilter.matches_code(statement.text, statement.first,
+                                      first_line(statement.first))
+    return prefilter.matches(statement.text)
 
 
 def _bound(nodes: list[ast.stmt]) -> set[bytes]:

@@ -1,15 +1,21 @@
-"""The cheap test that decides whether a file is worth parsing at all.
+"""The cheap test that decides whether a file is worth parsing at all, and which of its
+functions (cudalint.engine.outline) LibCST must read.
 
-Each rule names substrings (`keywords`), one of which a file must contain for the rule to find
-anything, and may name whole identifiers (`words`) instead, for names that occur inside other
-words (`mode` in `model`, `put` in `input`). A file that matches no enabled rule is not parsed.
+Each rule names what its findings must contain (`Terms`): substrings (`keywords`), whole
+identifiers (`words`, for names that occur inside other words: `mode` in `model`, `put` in
+`input`), and identifiers that only count where they are called (`calls`: `x.mode(dim=1)`, not
+`self.mode = mode`). A file that matches no enabled rule is not parsed. A function matches on
+its code alone: its docstrings, other bare strings and comments are prose, where no rule
+reports anything.
 """
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,24 +23,125 @@ if TYPE_CHECKING:
     from cudalint.rules.base import Rule
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# A string (kept) or a comment (dropped), scanning from the start of a statement.
+_STRING_OR_COMMENT = re.compile(
+    rb"(?P<string>'''(?:[^'\\]|\\.|'(?!''))*'''"
+    rb'|"""(?:[^"\\]|\\.|"(?!""))*"""'
+    rb"|'(?:[^'\\\r\n]|\\.)*'"
+    rb'|"(?:[^"\\\r\n]|\\.)*")'
+    rb"|\#[^\r\n]*",
+    re.DOTALL,
+)
+# From Python 3.12 an f-string may hold its own quotes (`f"{d["k"]}"`), which the pattern
+# above does not follow: such functions keep their comments.
+_NESTING_FSTRINGS = sys.version_info >= (3, 12)
+_FSTRING = re.compile(rb"(?<![A-Za-z0-9_])[rRbB]?[fFtT][rRbB]?['\"]")
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What a rule's findings name, one of which a text must contain for the rule to find
+    anything there: `keywords` (substrings), `words` (whole identifiers) and `calls` (whole
+    identifiers that count only where they are called, or where the text imports something)."""
+
+    keywords: tuple[str, ...] = ()
+    words: frozenset[str] = frozenset()
+    calls: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
 class Prefilter:
     substrings: tuple[bytes, ...]
     words: frozenset[bytes] = frozenset()
+    calls: frozenset[bytes] = frozenset()
+    _called: re.Pattern[bytes] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def for_rules(cls, rules: Iterable[type[Rule]], settings: Settings) -> Prefilter:
         substrings: dict[bytes, None] = {}
         words: set[bytes] = set()
+        calls: set[bytes] = set()
         for rule in rules:
-            keywords, identifiers = rule.prefilter(settings)
-            substrings.update(dict.fromkeys(k.encode() for k in keywords))
-            words.update(w.encode() for w in identifiers)
-        return cls(tuple(substrings), frozenset(words))
+            terms = rule.prefilter(settings)
+            substrings.update(dict.fromkeys(k.encode() for k in terms.keywords))
+            words.update(w.encode() for w in terms.words)
+            calls.update(c.encode() for c in terms.calls)
+        calls -= words
+        called = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(calls))) if calls else None
+        return cls(tuple(substrings), frozenset(words), frozenset(calls), called)
 
     def matches(self, data: bytes) -> bool:
+        """`data` names a term, wherever (a call's name counts anywhere)."""
         if any(keyword in data for keyword in self.substrings):
             return True
-        return bool(self.words) and not self.words.isdisjoint(_IDENTIFIER.findall(data))
+        if not self.words and not self.calls:
+            return False
+        found = _IDENTIFIER.findall(data)
+        return not self.words.isdisjoint(found) or not self.calls.isdisjoint(found)
+
+    def matches_code(self, text: bytes, node: ast.stmt, first: int) -> bool:
+        """The code of a function or class (`text`, its lines from line `first`; `node`, as
+        `ast` read it) names a term, as the term counts: not in its docstrings, other bare
+        strings or comments, and a call's name only where it is called or imported."""
+        if not self.matches(text):
+            return False
+        code = without_prose(text, node, first)
+        if any(keyword in code for keyword in self.substrings):
+            return True
+        found = set(_IDENTIFIER.findall(code))
+        if not self.words.isdisjoint(found):
+            return True
+        if self._called is None or self.calls.isdisjoint(found):
+            return False
+        return b"import" in code or self._called.search(code) is not None
+
+
+def without_prose(text: bytes, node: ast.stmt, first: int) -> bytes:
+    """`text` without the bare string statements (docstrings) in `node` and its comments."""
+    lines = text.splitlines(keepends=True)
+    for string in sorted(_bare_strings(node), key=_start, reverse=True):
+        _blank(lines, string, first)
+    code = b"".join(lines)
+    if _NESTING_FSTRINGS and _FSTRING.search(code):
+        return code
+    return _STRING_OR_COMMENT.sub(rb"\g<string>", code)
+
+
+def _bare_strings(node: ast.stmt) -> Iterator[ast.expr]:
+    """The string constants that make up statements of their own, in every block."""
+    stack: list[ast.AST] = [node]
+    while stack:
+        current = stack.pop()
+        for name in _BLOCKS:
+            for child in getattr(current, name, None) or ():
+                if isinstance(child, ast.Expr) and isinstance(child.value, ast.Constant) \
+                        and isinstance(child.value.value, str):
+                    yield child.value
+                elif isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                    stack.append(child)
+
+
+def _start(node: ast.expr) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _blank(lines: list[bytes], string: ast.expr, first: int) -> None:
+    """Replace `string` by a space; left alone where its offsets do not fit the bytes (a file
+    in another encoding than UTF-8)."""
+    top, bottom = string.lineno - first, (string.end_lineno or string.lineno) - first
+    start, end = string.col_offset, string.end_col_offset or 0
+    if top < 0 or bottom >= len(lines) or lines[top][start:start + 1] not in _OPENING \
+            or lines[bottom][end - 1:end] not in (b"'", b'"'):
+        return
+    if top == bottom:
+        lines[top] = lines[top][:start] + b" " + lines[top][end:]
+        return
+    ending = lines[top][len(lines[top].rstrip(b"\r\n")):]
+    lines[top] = lines[top][:start] + ending
+    for index in range(top + 1, bottom):
+        lines[index] = lines[index][len(lines[index].rstrip(b"\r\n")):]
+    lines[bottom] = b" " + lines[bottom][end:]
+
+
+_OPENING = frozenset({b"'", b'"', b"r", b"R", b"u", b"U"})

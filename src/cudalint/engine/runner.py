@@ -10,12 +10,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cudalint.config import DEFAULT_MAX_FILE_SIZE, Config
+from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, Selection
 from cudalint.discovery import discover
 from cudalint.engine import project
 from cudalint.engine.cache import Cache
 from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular
+from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
 from cudalint.engine.settings import Settings
 from cudalint.finding import Finding, error_finding
 from cudalint.kinds import FileKind, SourceFile
@@ -40,6 +40,7 @@ class RunOptions:
     cache: bool = False  # read and write the project's lint cache (the CLI does by default)
     lint_cache: Cache | None = None  # that cache, opened by `run`
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # the configuration's, set by `run`
+    max_memory: int = DEFAULT_MAX_MEMORY  # the configuration's, set by `run`
 
 
 @dataclass
@@ -94,14 +95,13 @@ def selected_rules(config: Config, options: RunOptions,
     from cudalint import rules as registry
 
     candidates = None if kinds is None else registry.for_kinds(kinds)
-    return registry.select(*_selectors(config, options), candidates)
+    return registry.select(_sources(config, options), candidates)
 
 
-def _selectors(config: Config, options: RunOptions) -> tuple[list[str], list[str]]:
-    """The codes (prefixes) selected and ignored: the command line's, else the configuration's."""
-    select = options.select if options.select is not None else config.select
-    ignore = options.ignore if options.ignore is not None else config.ignore
-    return [*select, *config.extend_select, *options.extend_select], ignore
+def _sources(config: Config, options: RunOptions) -> list[Selection]:
+    """The configuration's choice of rules, then the command line's, resolved as ruff does."""
+    return [Selection(config.select, config.extend_select, config.ignore),
+            Selection(options.select, options.extend_select, options.ignore or [])]
 
 
 def _selection(config: Config, options: RunOptions) -> object:
@@ -109,7 +109,7 @@ def _selection(config: Config, options: RunOptions) -> object:
     imported by a run that only replays (the cache's fingerprint of cudalint's own files
     stands for the rules each selector names)."""
     per_file = sorted((glob, sorted(codes)) for glob, codes in config.per_file_ignores.items())
-    return [*_selectors(config, options), per_file, str(config.root)]
+    return [_sources(config, options), per_file, str(config.root)]
 
 
 Progress = Callable[[int, int], None]  # called with (files done, files in all) after each
@@ -121,7 +121,7 @@ def run(
     """Every file's report, in path order. Ctrl-C raises `Interrupted` with the reports of the
     files finished so far (the files written among them)."""
     settings = project.settings_for(config)
-    options = replace(options, max_file_size=config.max_file_size)
+    options = replace(options, max_file_size=config.max_file_size, max_memory=config.max_memory)
     unreadable: list[tuple[Path, str]] = []
     found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable)
     tree = project.scan_tree(found, config.max_file_size)
@@ -141,7 +141,8 @@ def run(
              for path, kind, file_settings in files]
     counted = None if progress is None else (lambda done: progress(done, len(tasks)))
     try:
-        reports += check_all(tasks, pool_size(options.jobs, len(tasks)), counted)
+        reports += check_all(tasks, pool_size(options.jobs, len(tasks)), counted,
+                             memory_limit=options.max_memory)
     except Interrupted as stop:
         stop.reports[:0] = reports
         if options.fix and not options.diff:  # the files written import it
@@ -198,11 +199,15 @@ class Interrupted(Exception):
 
 
 def check_all(tasks: Sequence[Task], jobs: int,
-              progress: Callable[[int], None] | None = None) -> list[FileReport]:
-    """Each file checked on its own (in `jobs` processes), so they share nothing but results."""
+              progress: Callable[[int], None] | None = None,
+              memory_limit: int | None = None) -> list[FileReport]:
+    """Each file checked on its own (in `jobs` processes, each with `memory_limit` bytes for
+    its file), so they share nothing but results; a worker that dies is its file's error line."""
     from cudalint.engine import pool  # multiprocessing: only when a run checks files
 
-    reports, interrupted = pool.run_all(_check_task, tasks, jobs, progress)
+    function = _check_task if jobs < 2 else _check_in_worker
+    reports, interrupted = pool.run_all(function, tasks, jobs, progress,
+                                        on_death=_died_on, memory_limit=memory_limit)
     if interrupted:
         raise Interrupted(reports)
     return reports
@@ -210,6 +215,23 @@ def check_all(tasks: Sequence[Task], jobs: int,
 
 def _check_task(task: Task) -> FileReport:
     return check_file(*task)
+
+
+# For tests only: a worker process that comes to the file of this name kills itself with
+# SIGKILL, as the OOM killer or a crash in a C extension would end it.
+KILL_WORKER_ON = "CUDALINT_TEST_KILL_WORKER_ON"
+
+
+def _check_in_worker(task: Task) -> FileReport:
+    if task[0].name == os.environ.get(KILL_WORKER_ON):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+    return check_file(*task)
+
+
+def _died_on(task: Task, reason: str) -> FileReport:
+    return FileReport(task[0], [error_finding(task[0], reason)])
 
 
 def check_file(
@@ -246,8 +268,12 @@ def check_file(
 
 def _read(path: Path, kind: FileKind, options: RunOptions) -> bytes:
     limit = options.max_file_size
-    return read_regular(path, max(limit, MAX_BINARY_SIZE)
-                        if kind is FileKind.SHARED_LIBRARY else limit)
+    if kind is FileKind.SHARED_LIBRARY:
+        return read_regular(path, max(limit, MAX_BINARY_SIZE))
+    data = read_regular(path, limit)
+    if kind is FileKind.PYTHON:
+        require_memory(len(data), options.max_memory)
+    return data
 
 
 def isolated(checker: Checker, job: Job) -> FileReport:

@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from cudalint.engine import traversal
 from cudalint.engine.settings import SetupFacts
 from cudalint.engine.traversal import find_all
 
@@ -21,7 +22,7 @@ def read_setup(text: str) -> SetupFacts:
     except cst.ParserSyntaxError:
         return SetupFacts(cuda_extensions=frozenset(_EXTENSION.findall(text)))
     reader = _SetupReader()
-    module.visit(reader)
+    traversal.visit(module, reader)
     return SetupFacts(reader.cuda_only(), frozenset(reader.packages), tuple(reader.requires))
 
 

@@ -1,24 +1,175 @@
-"""One walk over a module that calls every enabled Python rule (as LibCST's visit_batched)."""
+"""Walks over LibCST trees that visit without rebuilding.
+
+`CSTNode.visit` rebuilds every node it visits, even for a read-only CSTVisitor: most of a
+check's time went there. These walks call the same callbacks in the same order (`on_visit`,
+`on_visit_attribute`, ..., `on_leave`) and create nothing. Which attributes of a node type hold
+its children, and in which order, is learned from LibCST itself, once per type: its own visit
+of one node of that type is recorded (`_Shapes`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.context import PythonContext
-
 if TYPE_CHECKING:
+    from cudalint.engine.context import PythonContext
     from cudalint.rules.base import PythonRule
 
 _Callback = Callable[[cst.CSTNode], object]
+_AttributeCallback = Callable[[cst.CSTNode, str], None]
 
 
-class _BatchedWalk(cst.CSTVisitor):
-    def __init__(self, ctx: PythonContext, rules: Sequence[PythonRule]) -> None:
+class _Recorder(cst.CSTVisitor):
+    """Notes the attributes LibCST visits on one node, without descending into them."""
+
+    def __init__(self, node: cst.CSTNode) -> None:
         super().__init__()
+        self.node = node
+        self.attributes: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node is self.node
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        return None
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if node is self.node:
+            self.attributes.append(attribute)
+
+
+def _recorded(node: cst.CSTNode) -> tuple[str, ...]:
+    recorder = _Recorder(node)
+    node.visit(recorder)
+    return tuple(recorder.attributes)
+
+
+class _Shapes:
+    """The child attributes of each node type, in LibCST's visiting order, learned from the
+    first node of the type. LibCST visits an absent (None) attribute of most types
+    (`on_visit_attribute` without a child) but not all (an f-string's `format_spec`): a node
+    where an attribute is None says which. An attribute absent from the recorded node is
+    `pending`: a node that has it is recorded afresh."""
+
+    def __init__(self) -> None:
+        self.known: dict[type[cst.CSTNode], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.when_none: dict[tuple[type[cst.CSTNode], str], bool] = {}  # visited when None?
+        self.settled: dict[type[cst.CSTNode], tuple[str, ...]] = {}  # those without pending
+
+    def of(self, node: cst.CSTNode) -> tuple[str, ...]:
+        entry = self.known.get(type(node))
+        if entry is None:
+            return self._learn(node)
+        attributes, pending = entry
+        if pending and any(getattr(node, name) is not None for name in pending):
+            return self._learn(node)
+        return attributes
+
+    def visited_when_none(self, node: cst.CSTNode, attribute: str) -> bool:
+        key = (type(node), attribute)
+        visited = self.when_none.get(key)
+        if visited is None:
+            visited = self.when_none[key] = attribute in _recorded(node)
+        return visited
+
+    def _learn(self, node: cst.CSTNode) -> tuple[str, ...]:
+        kind = type(node)
+        attributes = _recorded(node)
+        absent = tuple(f.name for f in dataclasses.fields(node)
+                       if f.name not in attributes and getattr(node, f.name) is None)
+        for name in absent:
+            self.when_none[(kind, name)] = False
+        entry = self.known.get(kind)
+        if entry is None or set(attributes) > set(entry[0]):
+            self._keep(kind, attributes, absent)
+        elif set(attributes) <= set(entry[0]):
+            # what is present here and was not visited holds no child (`conversion="r"`)
+            self._keep(kind, entry[0], tuple(n for n in entry[1] if getattr(node, n) is None))
+        return attributes
+
+    def _keep(self, kind: type[cst.CSTNode], attributes: tuple[str, ...],
+              pending: tuple[str, ...]) -> None:
+        self.known[kind] = (attributes, pending)
+        if not pending:
+            self.settled[kind] = attributes
+
+
+_SHAPES = _Shapes()
+_SEQUENCES = (tuple, list)
+_CHILDLESS = (type(None), cst.MaybeSentinel)  # the other values of a child attribute
+
+
+def traverse(
+    root: cst.CSTNode,
+    on_visit: Callable[[cst.CSTNode], bool],
+    on_leave: Callable[[cst.CSTNode], object],
+    on_visit_attribute: _AttributeCallback,
+    on_leave_attribute: _AttributeCallback,
+) -> None:
+    """Call the four callbacks exactly as `root.visit(visitor)` calls a CSTVisitor's."""
+    settled, shape = _SHAPES.settled, _SHAPES.of
+    visited_when_none = _SHAPES.visited_when_none
+
+    def visit(node: cst.CSTNode) -> None:
+        if on_visit(node):
+            attributes = settled.get(type(node))
+            for attribute in shape(node) if attributes is None else attributes:
+                value = getattr(node, attribute)
+                if value is None and not visited_when_none(node, attribute):
+                    continue
+                on_visit_attribute(node, attribute)
+                kind = type(value)
+                if kind in _SEQUENCES:
+                    for child in value:
+                        visit(child)
+                elif kind not in _CHILDLESS:
+                    visit(value)
+                on_leave_attribute(node, attribute)
+        on_leave(node)
+
+    visit(root)
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """`node.visit(visitor)` for a read-only visitor, without rebuilding the tree."""
+    traverse(node, visitor.on_visit, visitor.on_leave, visitor.on_visit_attribute,
+             visitor.on_leave_attribute)
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`node.children` (in source order), without rebuilding `node`."""
+    found: list[cst.CSTNode] = []
+    for attribute in _SHAPES.of(node):
+        value = getattr(node, attribute)
+        if type(value) in _SEQUENCES:
+            found.extend(value)
+        elif type(value) not in _CHILDLESS:
+            found.append(value)
+    return found
+
+
+def find_all(node: cst.CSTNode, kinds: tuple[type[cst.CSTNode], ...]) -> Iterator[cst.CSTNode]:
+    """`node` and its descendants of the given types, in source order, as `m.findall` finds
+    them, without importing libcst.matchers (half a second at start-up)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, kinds):
+            yield current
+        stack.extend(reversed(children(current)))
+
+
+class _BatchedWalk:
+    """Every enabled rule's `visit_<Type>`/`leave_<Type>`, as LibCST's visit_batched calls
+    them, with the context's hooks around them."""
+
+    def __init__(self, ctx: PythonContext, rules: Sequence[PythonRule],
+                 skip: Collection[int]) -> None:
         self.ctx = ctx
         self.visits: dict[str, list[_Callback]] = defaultdict(list)
         self.leaves: dict[str, list[_Callback]] = defaultdict(list)
@@ -29,7 +180,7 @@ class _BatchedWalk(cst.CSTVisitor):
                 elif attr.startswith("leave_"):
                     self.leaves[attr[len("leave_") :]].append(getattr(rule, attr))
         self.statements = {id(s): i for i, s in enumerate(ctx.module.body)}
-        self.skip: Collection[int] = ()  # ids of the nodes not visited, nor their children
+        self.skip = skip  # ids of the nodes not visited, nor their children
         self.reported: set[int] = set()  # indexes of top-level statements that reported
         self._skipping: cst.CSTNode | None = None
         self._reports_before = 0
@@ -55,12 +206,6 @@ class _BatchedWalk(cst.CSTVisitor):
             self.reported.add(self.statements[id(original_node)])
             self._reports_before = len(self.ctx.reports)
 
-    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
-        self.ctx.enter_attribute(node, attribute)
-
-    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
-        self.ctx.leave_attribute(original_node, attribute)
-
 
 def walk(
     ctx: PythonContext, rule_classes: Sequence[type[PythonRule]], skip: Collection[int] = ()
@@ -69,18 +214,7 @@ def walk(
     reports land in `ctx.reports`. Returns the indexes of the top-level statements that
     reported something."""
     rules = [rule_class(ctx) for rule_class in rule_classes]
-    walker = _BatchedWalk(ctx, rules)
-    walker.skip = skip
-    ctx.module.visit(walker)
+    walker = _BatchedWalk(ctx, rules, skip)
+    traverse(ctx.module, walker.on_visit, walker.on_leave, ctx.enter_attribute,
+             ctx.leave_attribute)
     return walker.reported
-
-
-def find_all(node: cst.CSTNode, kinds: tuple[type[cst.CSTNode], ...]) -> Iterator[cst.CSTNode]:
-    """`node` and its descendants of the given types, in source order, as `m.findall` finds
-    them, without importing libcst.matchers (half a second at start-up)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, kinds):
-            yield current
-        stack.extend(reversed(current.children))

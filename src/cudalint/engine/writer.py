@@ -2,8 +2,10 @@
 whatever the fixer kept.
 
 A file is replaced through a temporary file in its folder and a rename, so an interrupted write
-never leaves half a file, with its mode, owner and group kept. Where a rename cannot keep what
-the file is (a hard link, an owner cudalint cannot give back), it is rewritten in place instead.
+never leaves half a file, with its mode, owner, group and extended attributes kept (user.*, and
+the POSIX ACLs and SELinux label, which are extended attributes too). Where a rename cannot keep
+what the file is (a hard link, an owner cudalint cannot give back, an attribute it may not set),
+it is rewritten in place instead.
 Nothing is written through a symbolic link, into a file its mode makes read-only (even for
 root), or over a file that changed since it was read: each is a WriteError, and the file stays.
 """
@@ -11,6 +13,7 @@ root), or over a file that changed since it was read: each is a WriteError, and 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import stat
@@ -27,15 +30,19 @@ class WriteError(Exception):
     """Why a fixed file was not written, on one line."""
 
 
+class _CannotKeep(Exception):
+    """A new file would lose something of the old one: write in place instead."""
+
+
 def write_fixed(path: Path, data: bytes, original: bytes) -> None:
     """Replace the contents of `path`, read as `original`, with `data`."""
     try:
         info = os.lstat(path)
         _require_writable(path, info)
-        with _sigint_deferred():
-            if _replaceable(info):
+        with _signals_deferred():
+            try:
                 _replace(path, data, original, info)
-            else:
+            except _CannotKeep:
                 _rewrite_in_place(path, data, original, info)
     except OSError as error:
         raise WriteError(f"not written: {error.strerror or type(error).__name__}") from error
@@ -59,6 +66,8 @@ def _replaceable(info: os.stat_result) -> bool:
 
 
 def _replace(path: Path, data: bytes, original: bytes, info: os.stat_result) -> None:
+    if not _replaceable(info):
+        raise _CannotKeep
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
@@ -67,6 +76,7 @@ def _replace(path: Path, data: bytes, original: bytes, info: os.stat_result) -> 
             if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
                 os.fchown(file.fileno(), info.st_uid, info.st_gid)
             os.fchmod(file.fileno(), stat.S_IMODE(info.st_mode))  # after chown clears set-id
+            _copy_attributes(path, file.fileno())  # after chown drops security.capability
             os.fsync(file.fileno())
         _require_unchanged(_read_current(path, info, len(original)), original)
         os.replace(temporary, path)
@@ -74,6 +84,42 @@ def _replace(path: Path, data: bytes, original: bytes, info: os.stat_result) -> 
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _copy_attributes(path: Path, descriptor: int) -> None:
+    """Give the new file exactly the extended attributes of the old; _CannotKeep where one
+    cannot be read, set or removed (a label or capability only a privileged user may set)."""
+    if not hasattr(os, "listxattr"):  # Linux only
+        return
+    try:
+        wanted = {name: os.getxattr(path, name, follow_symlinks=False)
+                  for name in _attribute_names(path)}
+        for name in _attribute_names(descriptor):  # a folder's default ACL, inherited
+            if name not in wanted:
+                os.removexattr(descriptor, name)
+        for name, value in wanted.items():
+            if _attribute(descriptor, name) != value:
+                os.setxattr(descriptor, name, value)
+    except OSError as error:
+        raise _CannotKeep from error
+
+
+def _attribute_names(target: Path | int) -> list[str]:
+    try:
+        if isinstance(target, int):
+            return os.listxattr(target)
+        return os.listxattr(target, follow_symlinks=False)
+    except OSError as error:
+        if error.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):  # a file system without them
+            return []
+        raise
+
+
+def _attribute(descriptor: int, name: str) -> bytes | None:
+    try:
+        return os.getxattr(descriptor, name)
+    except OSError:
+        return None
 
 
 def _rewrite_in_place(path: Path, data: bytes, original: bytes, info: os.stat_result) -> None:
@@ -121,17 +167,28 @@ def _require_unchanged(current: bytes, original: bytes) -> None:
         raise WriteError("not written: the file changed since it was read")
 
 
+_DEFERRED = (signal.SIGINT, signal.SIGTERM)
+
+
 @contextlib.contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Let a write finish before Ctrl-C takes effect (only the main thread has signals)."""
+def _signals_deferred() -> Iterator[None]:
+    """Let a write finish before Ctrl-C or SIGTERM (which a worker gets when cudalint dies)
+    takes effect, so that no temporary file is left behind (only the main thread has
+    signals)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda number, _frame: received.append(number))
+    previous = {number: signal.signal(number, lambda got, _frame: received.append(got))
+                for number in _DEFERRED}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if received and callable(previous):
-        previous(signal.SIGINT, None)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    for got in dict.fromkeys(received):
+        handler = previous[signal.Signals(got)]
+        if callable(handler):
+            handler(got, None)
+        elif handler == signal.SIG_DFL:
+            os.kill(os.getpid(), got)  # its default action, now that the write is done

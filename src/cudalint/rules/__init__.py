@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from cudalint.rules import index
 
 if TYPE_CHECKING:
+    from cudalint.config import Selection
     from cudalint.kinds import FileKind
     from cudalint.rules.base import Rule
 
@@ -70,19 +71,34 @@ def is_known_selector(selector: str) -> bool:
     return selector == "ALL" or any(code.startswith(selector) for code in index.codes())
 
 
-def select(selectors: Iterable[str], ignores: Iterable[str],
+def select(sources: Iterable[Selection],
            rules: Iterable[type[Rule]] | None = None) -> tuple[type[Rule], ...]:
-    """Rules (of `rules`, else all) matching a `select` prefix and no `ignore` prefix; the
-    longer prefix wins (ruff)."""
-    chosen = []
-    selectors = [s.upper() for s in selectors]
-    ignores = [s.upper() for s in ignores]
-    for rule in all_rules() if rules is None else rules:
-        best_select = _longest_match(rule.code, selectors)
-        best_ignore = _longest_match(rule.code, ignores)
-        if best_select > best_ignore:
-            chosen.append(rule)
-    return tuple(chosen)
+    """The rules (of `rules`, else all) the sources choose, lowest priority first (the
+    configuration, then the command line), as ruff resolves them: a source with a `select`
+    starts the set afresh, one without adds its `extend-select` and removes its `ignore` from
+    the set before it. Within a source the longest matching prefix decides, `ignore` a tie."""
+    candidates = all_rules() if rules is None else tuple(rules)
+    codes = dict.fromkeys(rule.code for rule in candidates)
+    enabled: set[str] = set()
+    for source in sources:
+        chosen = [s.upper() for s in [*(source.select or []), *source.extend_select]]
+        ignored = [s.upper() for s in source.ignore]
+        decided = {code: on for code in codes
+                   if (on := _decision(code, chosen, ignored)) is not None}
+        if source.select is not None:
+            enabled.clear()
+        enabled |= {code for code, on in decided.items() if on}
+        enabled -= {code for code, on in decided.items() if not on}
+    return tuple(rule for rule in candidates if rule.code in enabled)
+
+
+def _decision(code: str, chosen: list[str], ignored: list[str]) -> bool | None:
+    """Whether a source enables (True) or disables (False) `code`, or says nothing of it."""
+    best_select = _longest_match(code, chosen)
+    best_ignore = _longest_match(code, ignored)
+    if best_select < 0 and best_ignore < 0:
+        return None
+    return best_select > best_ignore
 
 
 def _longest_match(code: str, prefixes: list[str]) -> int:

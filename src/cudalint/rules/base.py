@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from cudalint.engine.prefilter import Terms
 from cudalint.engine.report import NodeFix, Report
 from cudalint.finding import Applicability, Finding, Position, Severity, rule_url
 
@@ -66,11 +67,12 @@ class Rule:
     primary: ClassVar[bool] = True
 
     @classmethod
-    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
-        """Substrings and whole identifiers, one of which a file must contain for the rule to
-        find anything there (cudalint.engine.prefilter). Rules whose names depend on the
-        project or the target torch override this."""
-        return cls.keywords, frozenset()
+    def prefilter(cls, settings: Settings) -> Terms:
+        """What a file, or a function, must name for the rule to find anything there
+        (cudalint.engine.prefilter): `keywords` by default. Rules override this to be precise
+        (whole identifiers, names that only count where called) or when the names depend on
+        the project or the target torch."""
+        return Terms(cls.keywords)
 
     @classmethod
     def severities(cls) -> tuple[Severity, ...]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Terms
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as call_args
@@ -46,9 +47,10 @@ class LoadWithoutMapLocation(PythonRule):
     keywords = ("load",)
 
     @classmethod
-    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
-        """`load` as a whole name (`torch.load`, `from torch import load`), not `download`."""
-        return (), frozenset({"load"})
+    def prefilter(cls, settings: Settings) -> Terms:
+        """`load` where called (`torch.load(path)`, `load(path)` after `from torch import
+        load`), not `download` or `self.load = ...`."""
+        return Terms(calls=frozenset({"load"}))
     VALID = (
         "state = torch.load(path, map_location='cpu')\n",
         "state = torch.load(path, 'cpu')\n",

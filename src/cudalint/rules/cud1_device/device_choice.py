@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
+from cudalint.engine import traversal
 from cudalint.engine.guards import is_cuda_absence, is_cuda_probe, names_cuda_flag
 from cudalint.engine.traversal import find_all
 from cudalint.finding import Severity
@@ -311,7 +312,7 @@ def _comment_lines(node: cst.If) -> list[cst.EmptyLine]:
         def visit_Comment(self, comment: cst.Comment) -> None:
             found.append(comment)
 
-    node.with_changes(leading_lines=()).visit(_Comments())
+    traversal.visit(node.with_changes(leading_lines=()), _Comments())
     return [cst.EmptyLine(comment=cst.Comment(c.value)) for c in found]
 
 

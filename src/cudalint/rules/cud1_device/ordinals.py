@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Terms
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as call_args
@@ -68,15 +69,15 @@ class IntegerDeviceOrdinal(PythonRule):
     keywords = ("device", ".to(")
 
     @classmethod
-    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+    def prefilter(cls, settings: Settings) -> Terms:
         """An integer literal right after `.to(`, `device=` or `device(`, or a name that holds
         an ordinal, in the spellings people use (`local_rank`, `LOCAL_RANK`, `gpu_id`)."""
         literals = tuple(f"{prefix}{digit}" for prefix in (".to(", "device=", "device(")
                          for digit in "0123456789")
-        return literals, frozenset(
+        return Terms(literals, frozenset(
             variant for name in _ORDINAL_SPELLINGS
             for variant in (name, name.upper(), name.capitalize())
-        )
+        ))
     VALID = (
         "x = x.to(device)\n",
         "x = x.to(torch.float16)\n",

@@ -6,6 +6,7 @@ import libcst as cst
 
 from cudalint import packages
 from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Terms
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import availability, imported
@@ -101,9 +102,9 @@ class CudaOnlyImport(PythonRule):
     )
 
     @classmethod
-    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+    def prefilter(cls, settings: Settings) -> Terms:
         """Package roots as whole names: `cute` must not match `execute`."""
-        return (), _roots()
+        return Terms(words=_roots())
 
     def visit_Import(self, node: cst.Import) -> None:
         for found in imported.from_import(node, self._is_cuda_only):

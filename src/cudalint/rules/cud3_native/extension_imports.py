@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Terms
 from cudalint.rules.base import Invalid, PythonRule, Valid
 from cudalint.rules.cud2_libraries import imported
 
@@ -75,10 +76,11 @@ class CudaExtensionImport(PythonRule):
     )
 
     @classmethod
-    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
+    def prefilter(cls, settings: Settings) -> Terms:
         """The extension's own name (`_C` of `pkg._C`) stands in any file importing it; a
         project without a CUDA extension has nothing to find."""
-        return (), frozenset(name.rsplit(".", 1)[-1] for name in settings.extension_modules)
+        return Terms(words=frozenset(name.rsplit(".", 1)[-1]
+                                     for name in settings.extension_modules))
 
     def visit_Import(self, node: cst.Import) -> None:
         for found in imported.from_import(node, self._is_extension):

@@ -7,7 +7,9 @@ from functools import cached_property
 
 import libcst as cst
 
+from cudalint.engine import traversal
 from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Terms
 from cudalint.finding import Severity
 from cudalint.mps_ops import UNKNOWN_VALUE, Coverage, OpStatus, load_coverage
 from cudalint.rules import tables
@@ -91,10 +93,11 @@ class OpWithoutMpsKernel(PythonRule):
     )
 
     @classmethod
-    def prefilter(cls, settings: Settings) -> tuple[tuple[str, ...], frozenset[str]]:
-        """A reported call names one of the table's calls that lack an MPS kernel."""
+    def prefilter(cls, settings: Settings) -> Terms:
+        """A reported call names one of the table's calls that lack an MPS kernel: where it
+        is called (`torch.mode(x)`, `x.mode(dim=1)`), not `self.mode = mode` or `mode="fan_in"`."""
         major, minor = settings.target_torch
-        return (), load_coverage(f"{major}.{minor}").missing_call_names
+        return Terms(calls=load_coverage(f"{major}.{minor}").missing_call_names)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._on_cpu(node):
@@ -215,7 +218,7 @@ class OpWithoutMpsKernel(PythonRule):
                     if isinstance(target.target, cst.Name):
                         found.setdefault(target.target.value, []).append(node.value)
 
-        self.ctx.module.visit(_Collect())
+        traversal.visit(self.ctx.module, _Collect())
         hidden = self.ctx.hidden.assigned  # in the functions LibCST did not read
         once = {name: values[0] for name, values in found.items()
                 if len(values) + len(hidden.get(name, ())) == 1}

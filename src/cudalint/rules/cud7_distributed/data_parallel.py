@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cudalint.engine import guards
+from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import Terms
 from cudalint.finding import Severity
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
@@ -128,6 +130,12 @@ class CudaDataParallel(TracksAssignments):
             count=2,
         ),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        """Every finding is at a call of the wrappers (or of an alias its import names), so
+        `isinstance(model, nn.DataParallel)` or a class body alone names nothing."""
+        return Terms(calls=frozenset({"DataParallel", "DistributedDataParallel", "data_parallel"}))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)

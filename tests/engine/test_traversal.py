@@ -1,0 +1,211 @@
+"""The walk that does not rebuild nodes calls every callback LibCST's own visit calls, in the same
+order: the context's hooks, each rule's visit_/leave_ methods, on every node and attribute.
+
+The reference is the walk cudalint used before (`_LibcstWalk`, a CSTVisitor driven by
+`module.visit`), kept here only."""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from cudalint.engine import traversal
+from cudalint.engine.context import PythonContext, Settings
+from cudalint.engine.outline import outline
+from cudalint.engine.prefilter import Prefilter
+from cudalint.rules import all_rules
+from cudalint.rules.base import PythonRule, iter_examples
+
+ROOT = Path(__file__).resolve().parents[2]
+_Event = tuple[object, ...]
+
+
+class _LibcstWalk(cst.CSTVisitor):
+    """The reference: the rules' callbacks driven by LibCST's own (rebuilding) visit."""
+
+    def __init__(self, ctx: PythonContext, rules: Sequence[PythonRule],
+                 skip: Collection[int]) -> None:
+        super().__init__()
+        self.ctx = ctx
+        self.visits: dict[str, list[Callable[[cst.CSTNode], object]]] = defaultdict(list)
+        self.leaves: dict[str, list[Callable[[cst.CSTNode], object]]] = defaultdict(list)
+        for rule in rules:
+            for attr in dir(rule):
+                if attr.startswith("visit_"):
+                    self.visits[attr[len("visit_") :]].append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self.leaves[attr[len("leave_") :]].append(getattr(rule, attr))
+        self.statements = {id(s): i for i, s in enumerate(ctx.module.body)}
+        self.skip = skip
+        self.reported: set[int] = set()
+        self._skipping: cst.CSTNode | None = None
+        self._reports_before = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if id(node) in self.skip:
+            self._skipping = node
+            return False
+        self.ctx.enter(node)
+        for callback in self.visits.get(type(node).__name__, ()):
+            callback(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if original_node is self._skipping:
+            self._skipping = None
+            return
+        for callback in self.leaves.get(type(original_node).__name__, ()):
+            callback(original_node)
+        self.ctx.leave(original_node)
+        if len(self.ctx.stack) == 1 and len(self.ctx.reports) > self._reports_before \
+                and id(original_node) in self.statements:
+            self.reported.add(self.statements[id(original_node)])
+            self._reports_before = len(self.ctx.reports)
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.ctx.enter_attribute(node, attribute)
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        self.ctx.leave_attribute(original_node, attribute)
+
+
+class _LoggingContext(PythonContext):
+    log: list[_Event]
+
+    def enter(self, node: cst.CSTNode) -> None:
+        self.log.append(("enter", type(node).__name__, id(node)))
+        super().enter(node)
+
+    def leave(self, node: cst.CSTNode) -> None:
+        self.log.append(("leave", type(node).__name__, id(node)))
+        super().leave(node)
+
+    def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.log.append(("enter_attribute", id(node), attribute, self.is_guarded()))
+        super().enter_attribute(node, attribute)
+
+    def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.log.append(("leave_attribute", id(node), attribute))
+        super().leave_attribute(node, attribute)
+
+
+def _logged(method: Callable[..., object], code: str, name: str) -> Callable[..., object]:
+    @functools.wraps(method)
+    def call(self: PythonRule, node: cst.CSTNode) -> object:
+        self.ctx.log.append((code, name, id(node)))  # type: ignore[attr-defined]
+        return method(self, node)
+    return call
+
+
+def _logging(rule: type[PythonRule]) -> type[PythonRule]:
+    callbacks = {name: _logged(getattr(rule, name), rule.code, name) for name in dir(rule)
+                 if name.startswith(("visit_", "leave_"))}
+    return type(rule.__name__, (rule,), callbacks)
+
+
+_RULES = [r for r in all_rules() if issubclass(r, PythonRule)]
+_LOGGING_RULES = [_logging(r) for r in _RULES]
+
+
+def _run(module: cst.Module, skip: Collection[int], *, reference: bool) -> list[_Event]:
+    ctx = _LoggingContext(module, Settings(), path=Path("example.py"))
+    ctx.log = []
+    if reference:
+        walker = _LibcstWalk(ctx, [rule(ctx) for rule in _LOGGING_RULES], skip)
+        module.visit(walker)
+        reported = walker.reported
+    else:
+        reported = traversal.walk(ctx, _LOGGING_RULES, skip)
+    reports = [(r.code, id(r.node), r.message, r.severity, r.guarded) for r in ctx.reports]
+    return [*ctx.log, ("reports", reports), ("reported", sorted(reported))]
+
+
+def _sources() -> dict[str, str]:
+    sources = {f"fixture {p.relative_to(ROOT / 'fixtures')}": p.read_text()
+               for p in sorted((ROOT / "fixtures").rglob("*.py"))}
+    for rule in _RULES:
+        for index, example in enumerate(iter_examples(rule)):
+            sources[f"{rule.__name__} example {index}"] = example.code
+    sources["cudalint engine/guards.py"] = (ROOT / "src/cudalint/engine/guards.py").read_text()
+    sources["benchmark training file"] = (ROOT / "benchmarks" / "training_file.py").read_text()
+    return sources
+
+
+_SOURCES = _sources()
+
+
+@pytest.mark.parametrize("source", _SOURCES.values(), ids=_SOURCES.keys())
+def test_the_walk_calls_what_libcst_visit_calls(source: str) -> None:
+    module = cst.parse_module(source)
+    assert _run(module, (), reference=False) == _run(module, (), reference=True)
+    first_pass = outline(source.encode(), module, Prefilter.for_rules(_RULES, Settings()))
+    if first_pass is not None and first_pass.skip:
+        skip = first_pass.skip
+        assert _run(module, skip, reference=False) == _run(module, skip, reference=True)
+
+
+def test_the_comparison_covers_rule_callbacks_and_reports() -> None:
+    """The logs compared above hold events of every kind, and rules that report (a sample)."""
+    examples = [source for name, source in _SOURCES.items() if " example " in name][::8]
+    logs = [_run(cst.parse_module(source), (), reference=False) for source in examples]
+    kinds = {str(event[0]) for log in logs for event in log}
+    assert {"enter", "leave", "enter_attribute", "leave_attribute"} <= kinds
+    assert len({kind for kind in kinds if kind.startswith("CUD")}) >= 10
+    assert sum(1 for log in logs if log[-2][1]) >= 10
+
+
+_FSTRINGS = 'a = f"{x}{y!r}{z:>{w}}{v=}"\nb = f"{q!s:^10}"\nc = f"{p}"\n'
+
+
+class _Recording(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[_Event] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.log.append(("visit", id(node)))
+        return not isinstance(node, cst.Lambda)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.log.append(("leave", id(original_node)))
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        self.log.append(("attribute", id(node), attribute))
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        self.log.append(("end", id(original_node), attribute))
+
+
+@pytest.mark.parametrize("source", [
+    _FSTRINGS,
+    "from . import (a as b, c)\nfrom x import *\nimport y.z as w\n",
+    "f = lambda x: x.cuda()\nasync def g(*a, b=1, **k) -> int:\n    return [i async for i in a]\n",
+    "match x:\n    case [1, *rest] if rest: pass\n    case {'a': b, **kw}: pass\n",
+])
+def test_a_plain_visitor_sees_what_libcst_shows_it(source: str) -> None:
+    """`traversal.visit` drives any read-only visitor as `node.visit` does, including one
+    that declines to enter a node; `children` and `find_all` agree with LibCST's."""
+    module = cst.parse_module(source)
+    ours, libcst_s = _Recording(), _Recording()
+    traversal.visit(module, ours)
+    module.visit(libcst_s)
+    assert ours.log == libcst_s.log
+    nodes = list(traversal.find_all(module, (cst.CSTNode,)))
+    assert all(traversal.children(node) == list(node.children) for node in nodes)
+
+
+def test_an_f_string_without_a_format_spec_is_visited_as_libcst_does(monkeypatch) -> None:
+    """LibCST skips an absent `format_spec` entirely (no attribute callbacks), unlike other
+    absent attributes: whichever kind of f-string is seen first, the walk agrees."""
+    for source in ('a = f"{x}"\nb = f"{y:>3}"\n', 'b = f"{y:>3}"\na = f"{x!r}"\n'):
+        monkeypatch.setattr(traversal, "_SHAPES", traversal._Shapes())  # nothing learned yet
+        module = cst.parse_module(source)
+        ours, libcst_s = _Recording(), _Recording()
+        traversal.visit(module, ours)
+        module.visit(libcst_s)
+        assert ours.log == libcst_s.log
