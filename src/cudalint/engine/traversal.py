@@ -5,11 +5,16 @@ check's time went there. These walks call the same callbacks in the same order (
 `on_visit_attribute`, ..., `on_leave`) and create nothing. Which attributes of a node type hold
 its children, and in which order, is learned from LibCST itself, once per type: its own visit
 of one node of that type is recorded (`_Shapes`).
+
+Two thirds of a module's nodes are whitespace, comments and punctuation (`INERT`). A walk whose
+callbacks name none of them (the rules' walk, most read-only visitors, `find_all` of other
+kinds) does not descend into them at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -99,6 +104,32 @@ class _Shapes:
             self.settled[kind] = attributes
 
 
+def _inert_types() -> frozenset[type[cst.CSTNode]]:
+    """Whitespace, comments and single tokens: nodes that hold nothing but each other."""
+    tokens = (cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp,
+              cst.BaseAugOp)
+    found: set[type[cst.CSTNode]] = {
+        cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.Newline, cst.TrailingWhitespace,
+        cst.EmptyLine, cst.Comment, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon,
+        cst.AssignEqual, cst.ImportStar, cst.Asynchronous, cst.LeftParen, cst.RightParen,
+        cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace,
+    }
+    found.update(value for value in vars(cst).values()
+                 if isinstance(value, type) and issubclass(value, tokens))
+    return frozenset(found)
+
+
+INERT = _inert_types()
+_INERT_NAMES = frozenset(kind.__name__ for kind in INERT)
+_NOTHING: frozenset[type[cst.CSTNode]] = frozenset()
+
+
+def prunable(callback_names: Collection[str]) -> frozenset[type[cst.CSTNode]]:
+    """The inert types a walk need not enter, given the node type names its callbacks name:
+    all of them, unless it names one (a comment sits inside whitespace)."""
+    return INERT if _INERT_NAMES.isdisjoint(callback_names) else _NOTHING
+
+
 _SHAPES = _Shapes()
 _SEQUENCES = (tuple, list)
 _CHILDLESS = (type(None), cst.MaybeSentinel)  # the other values of a child attribute
@@ -110,8 +141,10 @@ def traverse(
     on_leave: Callable[[cst.CSTNode], object],
     on_visit_attribute: _AttributeCallback,
     on_leave_attribute: _AttributeCallback,
+    prune: Collection[type[cst.CSTNode]] = _NOTHING,
 ) -> None:
-    """Call the four callbacks exactly as `root.visit(visitor)` calls a CSTVisitor's."""
+    """Call the four callbacks exactly as `root.visit(visitor)` calls a CSTVisitor's, but
+    not for the nodes of the `prune` types (nor inside them)."""
     settled, shape = _SHAPES.settled, _SHAPES.of
     visited_when_none = _SHAPES.visited_when_none
 
@@ -120,14 +153,20 @@ def traverse(
             attributes = settled.get(type(node))
             for attribute in shape(node) if attributes is None else attributes:
                 value = getattr(node, attribute)
-                if value is None and not visited_when_none(node, attribute):
-                    continue
-                on_visit_attribute(node, attribute)
                 kind = type(value)
                 if kind in _SEQUENCES:
-                    for child in value:
+                    kept = [c for c in value if type(c) not in prune] if prune else value
+                    if prune and not kept:
+                        continue  # nothing but inert nodes, or nothing
+                    on_visit_attribute(node, attribute)
+                    for child in kept:
                         visit(child)
-                elif kind not in _CHILDLESS:
+                    on_leave_attribute(node, attribute)
+                    continue
+                if kind in prune or (value is None and not visited_when_none(node, attribute)):
+                    continue
+                on_visit_attribute(node, attribute)
+                if kind not in _CHILDLESS:
                     visit(value)
                 on_leave_attribute(node, attribute)
         on_leave(node)
@@ -136,9 +175,19 @@ def traverse(
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
-    """`node.visit(visitor)` for a read-only visitor, without rebuilding the tree."""
+    """`node.visit(visitor)` for a read-only visitor, without rebuilding the tree (nor
+    entering whitespace, unless the visitor has a method for some of it)."""
     traverse(node, visitor.on_visit, visitor.on_leave, visitor.on_visit_attribute,
-             visitor.on_leave_attribute)
+             visitor.on_leave_attribute, _prunable_for(type(visitor)))
+
+
+@functools.lru_cache(maxsize=256)  # classes defined in functions are new each call
+def _prunable_for(kind: type[cst.CSTVisitor]) -> frozenset[type[cst.CSTNode]]:
+    if any(getattr(kind, hook) is not getattr(cst.CSTVisitor, hook)
+           for hook in ("on_visit", "on_leave")):
+        return _NOTHING  # it may want every node
+    return prunable([attr.split("_", 1)[1] for attr in dir(kind)
+                     if attr.startswith(("visit_", "leave_"))])
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -156,12 +205,14 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
 def find_all(node: cst.CSTNode, kinds: tuple[type[cst.CSTNode], ...]) -> Iterator[cst.CSTNode]:
     """`node` and its descendants of the given types, in source order, as `m.findall` finds
     them, without importing libcst.matchers (half a second at start-up)."""
+    prune = prunable([kind.__name__ for kind in kinds])
     stack = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, kinds):
             yield current
-        stack.extend(reversed(children(current)))
+        stack.extend(child for child in reversed(children(current))
+                     if type(child) not in prune)
 
 
 class _BatchedWalk:
@@ -216,5 +267,5 @@ def walk(
     rules = [rule_class(ctx) for rule_class in rule_classes]
     walker = _BatchedWalk(ctx, rules, skip)
     traverse(ctx.module, walker.on_visit, walker.on_leave, ctx.enter_attribute,
-             ctx.leave_attribute)
+             ctx.leave_attribute, prunable([*walker.visits, *walker.leaves]))
     return walker.reported
