@@ -9,7 +9,6 @@ and inside those nodes, from both walks."""
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
@@ -27,47 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 _Event = tuple[object, ...]
 
 
-class _LibcstWalk(cst.CSTVisitor):
-    """The reference: the rules' callbacks driven by LibCST's own (rebuilding) visit."""
+class _LibcstWalk(traversal._BatchedWalk, cst.CSTVisitor):
+    """The reference: the rules' callbacks (the engine's own dispatch, `_BatchedWalk`) driven
+    by LibCST's own (rebuilding) visit instead of `traversal.traverse`."""
 
     def __init__(self, ctx: PythonContext, rules: Sequence[PythonRule],
                  skip: Collection[int]) -> None:
-        super().__init__()
-        self.ctx = ctx
-        self.visits: dict[str, list[Callable[[cst.CSTNode], object]]] = defaultdict(list)
-        self.leaves: dict[str, list[Callable[[cst.CSTNode], object]]] = defaultdict(list)
-        for rule in rules:
-            for attr in dir(rule):
-                if attr.startswith("visit_"):
-                    self.visits[attr[len("visit_") :]].append(getattr(rule, attr))
-                elif attr.startswith("leave_"):
-                    self.leaves[attr[len("leave_") :]].append(getattr(rule, attr))
-        self.statements = {id(s): i for i, s in enumerate(ctx.module.body)}
-        self.skip = skip
-        self.reported: set[int] = set()
-        self._skipping: cst.CSTNode | None = None
-        self._reports_before = 0
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if id(node) in self.skip:
-            self._skipping = node
-            return False
-        self.ctx.enter(node)
-        for callback in self.visits.get(type(node).__name__, ()):
-            callback(node)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if original_node is self._skipping:
-            self._skipping = None
-            return
-        for callback in self.leaves.get(type(original_node).__name__, ()):
-            callback(original_node)
-        self.ctx.leave(original_node)
-        if len(self.ctx.stack) == 1 and len(self.ctx.reports) > self._reports_before \
-                and id(original_node) in self.statements:
-            self.reported.add(self.statements[id(original_node)])
-            self._reports_before = len(self.ctx.reports)
+        cst.CSTVisitor.__init__(self)
+        traversal._BatchedWalk.__init__(self, ctx, rules, skip)
 
     def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         self.ctx.enter_attribute(node, attribute)
