@@ -69,19 +69,21 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
     return Outline(starts, frozenset(skip))
 
 
-def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter) -> list[Unit]:
+def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
+            units: list[Unit] | None = None) -> list[Unit]:
     """The units that name nothing the enabled rules look for (cudalint.engine.sparse):
-    irrelevant top-level functions and classes, and the irrelevant methods of the others."""
+    irrelevant top-level functions and classes, and the irrelevant methods of the others.
+    `units`: the module's units (`units_of`), when the caller has them already."""
     lines = data.splitlines(keepends=True)
     statements = []
     for node in tree.body:
         text = b"".join(lines[first_line(node) - 1 : _last_line([node])])
         statements.append(_Statement(None, node, [node], text, set(_IDENTIFIER.findall(text))))
     relevant, triggers = _relevant(statements, prefilter)
-    units = {id(unit.node): unit for unit in units_of(data, tree)}
+    by_node = {id(unit.node): unit for unit in units or units_of(data, tree)}
     found: list[Unit] = []
     for index, statement in enumerate(statements):
-        unit = units.get(id(statement.first))
+        unit = by_node.get(id(statement.first))
         if unit is None:
             continue
         if index not in relevant:

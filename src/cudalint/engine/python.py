@@ -176,7 +176,7 @@ def _hidden(source: bytes, tree: ast.Module, prefilter: Prefilter, units: list[U
             reuse: Callable[[Unit], bool] | None) -> list[Unit]:
     """The units LibCST does not read: those the first pass finds irrelevant, and those the
     caller reuses (never a unit inside another)."""
-    found = blanked(source, tree, prefilter)
+    found = blanked(source, tree, prefilter, units or None)
     if reuse is None:
         return found
     skipped = {id(unit.node) for unit in found}
