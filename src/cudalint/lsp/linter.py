@@ -21,6 +21,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from cudalint.config import ConfigError
+from cudalint.engine.python import BOM
 from cudalint.kinds import FileKind
 from cudalint.lsp import checker
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
@@ -272,9 +273,16 @@ class Linter:
                         else checker.check_python_text(path, snapshot.text, project, units))
         else:
             findings = checker.check_text(path, kind, snapshot.text, project, edits=actions)
-        noqa = Noqa(snapshot.text, kind)
+        noqa = Noqa(snapshot.text, kind, self._statements(snapshot) if actions else None)
         return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version,
                               actions=actions) for finding in findings]
+
+    def _statements(self, snapshot: Snapshot) -> list[tuple[int, int]] | None:
+        """The rows of each top-level statement of a Python document, from its tree."""
+        units = self._units.get(snapshot.uri)
+        if units is None or snapshot.kind is not FileKind.PYTHON:
+            return None
+        return units.reparser.statements(checker.encode(snapshot.text).removeprefix(BOM))
 
     def _fix(self, snapshot: Snapshot) -> str | None:
         if snapshot.kind is not FileKind.PYTHON:

@@ -43,6 +43,15 @@ class Reparser:
         self._lines, self._tree = lines, tree
         return tree
 
+    def statements(self, source: bytes) -> list[tuple[int, int]] | None:
+        """The first and last rows of each top-level statement of `source`; None when it does
+        not parse."""
+        try:
+            tree = self.parse(source)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        return [(_first(node), node.end_lineno or node.lineno) for node in tree.body]
+
     def _spliced(self, lines: list[bytes]) -> ast.Module | None:
         old, tree = self._lines, self._tree
         if tree is None or any(_COOKIE.match(line) for line in lines[:2]):
