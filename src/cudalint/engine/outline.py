@@ -186,12 +186,12 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
 
 def _bound(nodes: list[ast.stmt]) -> set[bytes]:
     """Names a top-level statement binds where their uses need not spell out what they hold:
-    aliases (`import a.b as c`, `from a import b`), assigned names, defined functions and
-    classes. `import a.b` is left out: its uses say `a.b` in full."""
+    aliases (`import a.b as c`, `from a import b`) and assigned names. `import a.b` is left
+    out: its uses say `a.b` in full. So are the names of functions and classes: no rule
+    follows a call into the function it calls, or a class into its uses."""
     names: set[str] = set()
     for node in nodes:
         if isinstance(node, _SKIPPABLE):
-            names.add(node.name)
             continue
         for inner in ast.walk(node):
             if isinstance(inner, ast.Import):
@@ -200,6 +200,4 @@ def _bound(nodes: list[ast.stmt]) -> set[bytes]:
                 names.update(alias.asname or alias.name for alias in inner.names)
             elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
                 names.add(inner.id)
-            elif isinstance(inner, _SKIPPABLE):
-                names.add(inner.name)
     return {name.encode() for name in names}
