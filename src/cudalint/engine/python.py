@@ -167,7 +167,7 @@ def lint_python(
     if not ctx.reports:
         return result
     positions = (whole_module_positions(parsed) if first_pass is None
-                 else StatementPositions(parsed, first_pass.starts, reported))
+                 else StatementPositions(parsed, first_pass, reported))
     _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell)
     return result
 
