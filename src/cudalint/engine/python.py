@@ -145,8 +145,10 @@ def lint_python(
     `ast` read it, when the caller has it already."""
     if b"\0" in data:  # UTF-16 text: the pre-filter would skip it silently
         return PythonResult([error_finding(path, _null_bytes_reason(data))])
-    if prefilter is not None and not prefilter.matches(data):
-        return PythonResult([])
+    if prefilter is not None:
+        prefilter = prefilter.within(data)  # the terms the file names: a part names no other
+        if prefilter is None:
+            return PythonResult([])
     compiled = _compiled(data, path, tree)
     if isinstance(compiled, Finding):
         return PythonResult([compiled])
