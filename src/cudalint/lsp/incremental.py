@@ -142,17 +142,29 @@ class RememberingPrefilter(Prefilter):
     """A prefilter that remembers whether each function's text names a term: the first pass
     asks about every unit of the document on every check, and an edit changes one or two.
     The answer depends on the text alone (`node` is that text as `ast` reads it, `first`
-    where it starts)."""
+    where it starts). `within` (the terms a version names) remembers its answers too, as long
+    as the versions name the same terms."""
 
     answers: dict[bytes, bool] = field(default_factory=dict, compare=False, repr=False)
+    narrowed: dict[Terms, RememberingPrefilter] = field(default_factory=dict, compare=False,
+                                                        repr=False)
 
     @classmethod
     def of(cls, prefilter: Prefilter) -> RememberingPrefilter:
         return cls(prefilter.substrings, prefilter.words, prefilter.calls, prefilter._called)
 
     def same_terms(self, other: Prefilter) -> bool:
-        return (self.substrings, self.words, self.calls) == \
-            (other.substrings, other.words, other.calls)
+        return _terms(self) == _terms(other)
+
+    def within(self, data: bytes) -> Prefilter | None:
+        found = super().within(data)
+        if found is None:
+            return None
+        terms = _terms(found)
+        if terms not in self.narrowed:
+            self.narrowed.clear()
+            self.narrowed[terms] = RememberingPrefilter.of(found)
+        return self.narrowed[terms]
 
     def matches_code(self, text: bytes, node: ast.stmt, first: int) -> bool:
         known = self.answers.get(text)
@@ -163,4 +175,9 @@ class RememberingPrefilter(Prefilter):
         return known
 
 
+Terms = tuple[tuple[bytes, ...], frozenset[bytes], frozenset[bytes]]
 _REMEMBERED = 20_000
+
+
+def _terms(prefilter: Prefilter) -> Terms:
+    return prefilter.substrings, prefilter.words, prefilter.calls
