@@ -155,7 +155,10 @@ def _spec(lines: list[str]) -> Spec:
 def _covered(path: Path, is_dir: bool, root: Path, exclude: Spec) -> bool:
     """A path named explicitly (absolute), matched with the folders above it up to the project
     root (without a configuration, the nearest pyproject.toml or git root): `dist/gen.py` is
-    excluded by `dist` from anywhere."""
+    excluded by `dist` from anywhere. The project root itself is never excluded, whatever the
+    names of its folders."""
+    if path == root:
+        return False
     return exclude.covers(_relative(path, root) + ("/" if is_dir else ""))
 
 
