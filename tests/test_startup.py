@@ -50,6 +50,26 @@ def test_a_small_file_piped_imports_nothing_heavy(tmp_path, output_format):
     assert _packages(modules, _NEVER_WHEN_PIPED) == []
 
 
+def test_a_python_file_imports_no_parser_and_no_rule_module_of_other_kinds(tmp_path):
+    """The parsers of scripts, requirements, TOML or YAML files, and the rule modules that
+    read only such files, stay unimported while only Python files are checked (a module that
+    also holds a PythonRule is imported; it loads a parser once it meets what needs one)."""
+    from cudalint.rules import index
+
+    python_modules = {e["module"] for e in index.entries() if "python" in e["kinds"]}
+    others = tuple({e["module"] for e in index.entries()} - python_modules)
+    (tmp_path / "small.py").write_text(_SMALL)
+    (tmp_path / "train.py").write_text("import os\n\nimport torch\n\n"
+                                       "x = torch.ones(2, dtype=torch.float64)\n"
+                                       "print(os.getcwd(), x.device)\n")
+    out, modules = _imported(tmp_path, "--no-cache", "--output-format", "concise", ".")
+    assert "CUD102" in out
+    assert others and _packages(modules, others) == []
+    assert _packages(modules, ("cudalint.formats", "cudalint.engine.notebook",
+                               "packaging")) == []
+    assert python_modules <= modules  # every Python rule ran
+
+
 def test_a_run_replayed_from_the_cache_imports_no_rule_and_no_libcst(tmp_path):
     (tmp_path / "small.py").write_text(_SMALL)
     (tmp_path / "clean.py").write_text("import os\n\nprint(os.getcwd())\n")

@@ -34,10 +34,11 @@ def all_rules() -> tuple[type[Rule], ...]:
 
 
 def for_kinds(kinds: Iterable[FileKind]) -> tuple[type[Rule], ...]:
-    """The rules that read files of these kinds (and any others their modules define),
-    importing only those modules (rules/index.py): a run of Python files alone loads none of
-    the parsers of requirements, YAML or binaries."""
-    return _rules_in(importlib.import_module(name) for name in index.modules_for(kinds))
+    """The rules that read files of these kinds, in the registry's order, importing only
+    their modules (rules/index.py): a run of Python files alone loads none of the parsers of
+    requirements, YAML or binaries."""
+    return tuple(getattr(importlib.import_module(entry["module"]), entry["class"])
+                 for entry in index.entries_for(kinds))
 
 
 def _rules_in(modules: Iterable[ModuleType]) -> tuple[type[Rule], ...]:

@@ -34,11 +34,10 @@ def codes() -> frozenset[str]:
     return frozenset(entry["code"] for entry in entries())
 
 
-def modules_for(kinds: Iterable[FileKind]) -> list[str]:
-    """The rule modules with a rule that reads one of `kinds`, in the registry's order."""
+def entries_for(kinds: Iterable[FileKind]) -> list[dict[str, Any]]:
+    """The entries of the rules that read one of `kinds`, in the registry's order."""
     wanted = {kind.value for kind in kinds}
-    found = [e["module"] for e in entries() if wanted.intersection(e["kinds"])]
-    return list(dict.fromkeys(found))
+    return [e for e in entries() if wanted.intersection(e["kinds"])]
 
 
 def entry_of(rule: type[Rule]) -> dict[str, Any]:
