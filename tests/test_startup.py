@@ -84,23 +84,23 @@ def test_a_run_replayed_from_the_cache_imports_no_rule_and_no_libcst(tmp_path):
 
 def test_plain_name_excludes_match_as_pathspec_does():
     """Excludes that are all plain names are matched without importing pathspec, with the
-    answers pathspec's gitignore rules give: any component, at any depth, files and folders."""
+    answers pathspec's gitignore rules give: any component, at any depth, files and folders
+    (`covers`), or the last component only (`matches`, what a walk asks of an entry)."""
     import itertools
 
-    import pathspec
-
     from cudalint.config import DEFAULT_EXCLUDE
-    from cudalint.discovery import _Names, _spec
+    from cudalint.discovery import _Names, _Patterns, _spec
 
     lines = [*DEFAULT_EXCLUDE, "build.log", "my-dir", "# a comment", ""]
-    names, reference = _spec(lines), pathspec.GitIgnoreSpec.from_lines(lines)
+    names, reference = _spec(lines), _Patterns(lines)
     assert isinstance(names, _Names)
     parts = ["src", "venv", ".venv", "dist", "x.py", "build.log", "dist2", "adist", "my-dir",
              "site-packages", "__pycache__", ".git"]
     for depth in (1, 2, 3):
         for combo in itertools.product(parts, repeat=depth):
             for path in ("/".join(combo), "/".join(combo) + "/", "/work/" + "/".join(combo)):
-                assert names.match_file(path) == reference.match_file(path), path
+                assert names.covers(path) == reference.covers(path), path
+                assert names.matches(path) == reference.matches(path), path
     assert not isinstance(_spec(["*.pyc", "dist"]), _Names)  # a glob: pathspec decides
     assert not isinstance(_spec(["build/"]), _Names)  # folders only
     assert not isinstance(_spec(["!keep"]), _Names)

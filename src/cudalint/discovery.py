@@ -1,5 +1,13 @@
 """Which files a run checks: directories recursively, minus excludes and .gitignore.
 
+As in ruff (and ripgrep's ignore crate, which ruff walks with), a file or folder named on the
+command line is checked even when an exclude pattern or a .gitignore matches it or one of its
+folders, unless --force-exclude; below a named folder, each entry found is matched itself: a
+pattern without a slash by the entry's name, one with a slash by its path from the project
+root (`.gitignore` patterns from the .gitignore's folder), and an excluded folder is not
+entered. The .gitignore files of the folders between the project root and a named folder
+apply below it too.
+
 A symbolic link to a file stands for that file when it lies inside the tree checked (the folder
 given, or the project for a file named explicitly), so that a fix writes the file itself, never
 through a link; a link out of the tree is not followed (os.walk follows no linked folder
@@ -29,28 +37,29 @@ def discover(
     force_exclude: bool = False,
     errors: list[tuple[Path, str]] | None = None,
 ) -> list[tuple[Path, FileKind]]:
-    """Files to check with their kinds, sorted. A file named explicitly is checked even when
-    an exclude pattern matches it, unless `force_exclude` (as ruff's --force-exclude, which
-    pre-commit hooks use since they pass every file explicitly). What cannot be walked is
-    added to `errors` with the reason."""
+    """Files to check with their kinds, sorted. A file or folder named explicitly is checked
+    even when an exclude pattern matches it or a folder above it, unless `force_exclude` (as
+    ruff's --force-exclude, which pre-commit hooks use since they pass every file
+    explicitly). What cannot be walked is added to `errors` with the reason."""
     errors = [] if errors is None else errors
     excluded_kinds = {kind.lower() for kind in config.exclude_kinds}
     exclude = _exclude_spec(config)
+    root = project_root(config)
     found: dict[Path, FileKind] = {}
     for path in paths:
         if not path.exists():
             raise MissingPathError(f"{path}: no such file or directory")
+        if force_exclude and _covered(path.resolve(), path.is_dir(), root, exclude):
+            continue
         if path.is_dir():
-            for file in _walk(path.resolve(), config, exclude, errors):
+            for file in _walk(path.resolve(), root, config, exclude, errors):
                 kind = classify(file)
                 if kind is not None and kind.value not in excluded_kinds:
                     found[file] = kind
             continue
-        named = _named_file(path, config.root, errors)
+        named = _named_file(path, root, errors)
         kind = None if named is None else classify(named) or _explicit_kind(named)
-        if named is None or kind is None or kind.value in excluded_kinds:
-            continue
-        if not (force_exclude and _force_excluded(named, config, exclude)):
+        if named is not None and kind is not None and kind.value not in excluded_kinds:
             found[named] = kind
     return sorted(found.items())
 
@@ -72,11 +81,17 @@ def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
     """Whether --force-exclude skips `path`, which need not exist (standard input's name)."""
     if kind.value in {k.lower() for k in config.exclude_kinds}:
         return True
-    return _force_excluded(path, config, _exclude_spec(config))
+    return _covered(path.resolve(), False, project_root(config), _exclude_spec(config))
 
 
 class Spec(Protocol):
-    def match_file(self, file: str) -> bool: ...
+    def covers(self, path: str) -> bool:
+        """Whether a pattern matches `path` (a folder's ends with "/") or a folder above it:
+        what --force-exclude asks of a path named explicitly."""
+
+    def matches(self, path: str) -> bool:
+        """Whether a pattern matches `path` itself, not through a folder above it: what a walk
+        asks of each entry, having entered no excluded folder below the one named."""
 
 
 class _Names:
@@ -89,8 +104,44 @@ class _Names:
     def __init__(self, names: Iterable[str]) -> None:
         self.names = frozenset(names)
 
-    def match_file(self, file: str) -> bool:
-        return any(part in self.names for part in file.split("/"))
+    def covers(self, path: str) -> bool:
+        return any(part in self.names for part in path.split("/"))
+
+    def matches(self, path: str) -> bool:
+        return path.rstrip("/").rpartition("/")[2] in self.names
+
+
+class _Patterns:
+    """Real gitignore patterns, through pathspec; the last pattern that matches decides."""
+
+    def __init__(self, lines: list[str]) -> None:
+        import pathspec
+
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        self.patterns = [(p.regex, bool(p.include)) for p in self.spec.patterns
+                         if p.include is not None and p.regex is not None]
+
+    def covers(self, path: str) -> bool:
+        return bool(self.spec.match_file(path))
+
+    def matches(self, path: str) -> bool:
+        decided = False
+        for regex, include in self.patterns:
+            if _matches_itself(regex, path):
+                decided = include
+        return decided
+
+
+def _matches_itself(regex: re.Pattern[str], path: str) -> bool:
+    """pathspec's pattern regexes also match what lies below a matched folder: the text after
+    the folder's slash (the `ps_d` group); such a match is not of `path` itself, unless the
+    slash ends it (a folder, given with its trailing slash)."""
+    match = regex.match(path)
+    if match is None:
+        return False
+    if "ps_d" not in regex.groupindex or match.start("ps_d") < 0:
+        return True
+    return match.end("ps_d") == len(path)
 
 
 def _spec(lines: list[str]) -> Spec:
@@ -98,17 +149,14 @@ def _spec(lines: list[str]) -> Spec:
     patterns = [line for line in lines if line.strip() and not line.startswith("#")]
     if all(_Names.PLAIN.fullmatch(line) for line in patterns):
         return _Names(patterns)
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    return _Patterns(lines)
 
 
-def _force_excluded(path: Path, config: Config, exclude: Spec) -> bool:
-    """A file named explicitly, matched from the project root (without a configuration, the
-    nearest pyproject.toml or git root): `dist/gen.py` is excluded by `dist` from anywhere."""
-    full = path.resolve()
-    from_root = _relative(full, project_root(config))
-    return exclude.match_file(from_root) or _skipped(full, False, config, exclude, [])
+def _covered(path: Path, is_dir: bool, root: Path, exclude: Spec) -> bool:
+    """A path named explicitly (absolute), matched with the folders above it up to the project
+    root (without a configuration, the nearest pyproject.toml or git root): `dist/gen.py` is
+    excluded by `dist` from anywhere."""
+    return exclude.covers(_relative(path, root) + ("/" if is_dir else ""))
 
 
 def _exclude_spec(config: Config) -> Spec:
@@ -134,10 +182,13 @@ def _explicit_kind(path: Path) -> FileKind | None:
     return None
 
 
+Ignores = list[tuple[Path, Spec]]
+
+
 def _walk(
-    top: Path, config: Config, exclude: Spec, errors: list[tuple[Path, str]]
+    top: Path, root: Path, config: Config, exclude: Spec, errors: list[tuple[Path, str]]
 ) -> Iterator[Path]:
-    ignores: list[tuple[Path, Spec]] = []
+    ignores = _gitignores_above(top, root) if config.respect_gitignore else []
 
     def unreadable(error: OSError) -> None:
         folder = Path(error.filename or top)
@@ -150,31 +201,33 @@ def _walk(
             spec = _gitignore(here)
             if spec is not None:
                 ignores.append((here, spec))
-        dirs[:] = sorted(
-            d for d in dirs if not _skipped(here / d, True, config, exclude, ignores)
-        )
+        dirs[:] = sorted(d for d in dirs if not _skipped(here / d, True, root, exclude, ignores))
         for name in sorted(files):
             file = here / name
-            if _skipped(file, False, config, exclude, ignores):
+            if _skipped(file, False, root, exclude, ignores):
                 continue
             target = _followed(file, top)
             if target is not None:
                 yield target
 
 
-def _skipped(
-    path: Path,
-    is_dir: bool,
-    config: Config,
-    exclude: Spec,
-    ignores: list[tuple[Path, Spec]],
-) -> bool:
+def _gitignores_above(top: Path, root: Path) -> Ignores:
+    """The .gitignore files of the folders from the project root down to the folder above
+    `top` (ripgrep and ruff read those of every folder above the one named)."""
+    if top == root or root not in top.parents:
+        return []
+    folders = [folder for folder in top.parents if _is_within(folder, root)]
+    found = [(folder, _gitignore(folder)) for folder in reversed(folders)]
+    return [(folder, spec) for folder, spec in found if spec is not None]
+
+
+def _skipped(path: Path, is_dir: bool, root: Path, exclude: Spec, ignores: Ignores) -> bool:
+    """Whether an entry found below a named folder is excluded: matched itself, from the
+    project root (exclude) or from each .gitignore's folder."""
     suffix = "/" if is_dir else ""
-    if exclude.match_file(_relative(path, config.root) + suffix) or exclude.match_file(
-        path.name + suffix
-    ):
+    if exclude.matches(_relative(path, root) + suffix):
         return True
-    return any(spec.match_file(_relative(path, base) + suffix) for base, spec in ignores)
+    return any(spec.matches(_relative(path, base) + suffix) for base, spec in ignores)
 
 
 def _gitignore(folder: Path) -> Spec | None:
