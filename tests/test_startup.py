@@ -24,7 +24,8 @@ _NEVER_WHEN_PIPED = ("rich", "yaml", "elftools", "libcst.matchers", "packaging.r
                      "packaging.markers", "cudalint.rules.cud4_pins.conda", "pathspec")
 _NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_device",
                       "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
-                      "rich", "packaging", "pathspec")
+                      "rich", "packaging", "pathspec", "cudalint.engine.pool",
+                      "cudalint.engine.prefilter", "cudalint.runtime.helper", "shutil")
 
 
 def _imported(folder: Path, *args: str) -> tuple[str, set[str]]:
