@@ -8,9 +8,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cudalint.engine.outline import outline
+from cudalint.engine.outline import Outline, outline
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.traversal import find_all
 from tests.lint import codes_at, findings
 
 _LAYOUTS = {
@@ -36,23 +37,61 @@ _LAYOUTS = {
 }
 
 
+_WHITESPACE = (cst.EmptyLine, cst.Comment, cst.Newline, cst.TrailingWhitespace,
+               cst.SimpleWhitespace, cst.ParenthesizedWhitespace)
+_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
 @pytest.mark.parametrize("source", _LAYOUTS.values(), ids=_LAYOUTS.keys())
 def test_statement_positions_are_libcst_positions(source: str) -> None:
     module = cst.parse_module(source)
     first_pass = outline(source.encode(), module, None)
     assert first_pass is not None
     expected = whole_module_positions(module)
-    positions = StatementPositions(module, first_pass.starts, hints=[])
-    syntax = [node for node in expected if not isinstance(
-        node, (cst.Module, cst.EmptyLine, cst.Comment, cst.Newline, cst.TrailingWhitespace,
-               cst.SimpleWhitespace, cst.ParenthesizedWhitespace))]
+    positions = StatementPositions(module, first_pass, hints=[])
+    syntax = [node for node in expected if not isinstance(node, (cst.Module, *_WHITESPACE))]
     assert syntax
     assert all(positions[node] == expected[node] for node in syntax)
 
 
+_CLASSES = {
+    "methods": _LAYOUTS["classes and nested functions"],
+    "tabs, comments, semicolons and a nested class": (
+        "import torch\n\n\n@decorate\n# between\nclass A(B):\n\t# a comment\n\tx = 1; y = 2\n"
+        "\n\t@property\n\t# here\n\tdef cuda(self):  # trailing\n\t\treturn self.to(\n"
+        "\t\t\t'cuda')\n\n\tclass Inner:\n\t\tdef f(self): return 1\n\tif x:\n"
+        "\t\tdef g(self): pass\n\tdef h(self): pass  # last\n# after\n"
+    ),
+    "windows newlines": "class A:\r\n    def f(self):\r\n        return 'cuda'\r\n",
+}
+_FIXTURE_SOURCES = {path.name: path.read_text(encoding="utf-8")
+                    for path in sorted(_FIXTURES.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("source", [*_CLASSES.values(), *_FIXTURE_SOURCES.values()],
+                         ids=[*_CLASSES, *_FIXTURE_SOURCES])
+def test_a_method_is_placed_alone_as_libcst_places_it(source: str) -> None:
+    """Each statement of a class's body, generated alone at its indentation from the line the
+    first pass gives it, has the positions a whole-module codegen gives it."""
+    module = cst.parse_module(source)
+    first_pass = outline(source.encode(), module, None)
+    assert first_pass is not None
+    expected = whole_module_positions(module)
+    for index, statement in enumerate(module.body):
+        if not isinstance(statement, cst.ClassDef):
+            continue
+        assert isinstance(statement.body, cst.IndentedBlock)
+        for member, node in enumerate(statement.body.body):
+            positions = StatementPositions(module, first_pass, hints=[(index, member)])
+            inside = [n for n in find_all(node, (cst.CSTNode,))
+                      if n in expected and not isinstance(n, _WHITESPACE)]
+            assert all(positions[n] == expected[n] for n in inside)
+            assert statement not in positions._known  # the class itself was not generated
+
+
 def test_a_node_outside_every_statement_is_placed_from_the_whole_module() -> None:
     module = cst.parse_module("# only a comment\n")
-    positions = StatementPositions(module, [], hints=[])
+    positions = StatementPositions(module, Outline((), frozenset()), hints=[])
     assert positions[module].start.line == 1
 
 

@@ -12,7 +12,8 @@ from cudalint.engine.context import Settings
 from cudalint.engine.outline import blanked
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import lint_python
-from cudalint.rules import rule_by_code
+from cudalint.rules import all_rules, rule_by_code
+from cudalint.rules.base import PythonRule
 
 
 def _prefilter(*codes: str, settings: Settings | None = None) -> Prefilter:
@@ -152,3 +153,33 @@ def test_data_parallel_counts_where_called():
     assert not _code_matches(prefilter, "def f(m):\n    if isinstance(m, nn.DataParallel):\n"
                                         "        return m.module\n")
     assert prefilter.matches(b"from torch.nn.parallel import DistributedDataParallel as DDP\n")
+
+
+_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+@pytest.mark.parametrize("path", sorted(_FIXTURES.rglob("*.py")), ids=lambda p: p.name)
+def test_narrowed_to_a_file_it_answers_as_before_on_each_of_its_parts(path):
+    """`within(data)` keeps only the terms the file names: every function, class and
+    statement of the file matches exactly as with all the terms."""
+    full = Prefilter.for_rules([r for r in all_rules() if issubclass(r, PythonRule)],
+                               Settings(target_torch=(2, 13)))
+    data = path.read_bytes()
+    narrowed = full.within(data)
+    assert (narrowed is not None) is full.matches(data)
+    if narrowed is None:
+        return
+    assert len(narrowed.substrings) + len(narrowed.words) + len(narrowed.calls) < \
+        len(full.substrings) + len(full.words) + len(full.calls)
+    lines = data.splitlines(keepends=True)
+    for node in ast.walk(ast.parse(data)):
+        if not isinstance(node, ast.stmt):
+            continue
+        first = sparse.first_line(node)
+        text = b"".join(lines[first - 1 : node.end_lineno])
+        assert narrowed.matches(text) is full.matches(text)
+        assert narrowed.matches_code(text, node, first) is full.matches_code(text, node, first)
+
+
+def test_a_file_naming_no_term_is_not_narrowed_but_refused():
+    assert _prefilter("CUD102").within(b"import numpy\nx = numpy.zeros(3)\n") is None

@@ -80,6 +80,33 @@ def test_irrelevant_functions_are_not_read_and_the_findings_are_the_same() -> No
     assert sparse.text == SOURCE
 
 
+CALLERS = """\
+import torch
+
+
+def pick():
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Net(torch.nn.Module):
+    def place(self):
+        return self.cuda()
+
+
+def build():
+    net = Net()
+    return net.to(pick())
+"""
+
+
+def test_a_function_naming_only_relevant_functions_and_classes_is_not_read() -> None:
+    """No rule follows a call into the function it calls: `build` names nothing to look at."""
+    sparse, whole = _check(CALLERS, sparse=True), _check(CALLERS, sparse=False)
+    assert sparse.module is not None and "net.to(pick())" not in sparse.module.code
+    assert sorted(f.code for f in sparse.findings) == ["CUD102", "CUD103"]
+    assert sparse.findings == whole.findings
+
+
 def test_an_import_a_hidden_function_uses_is_not_removed() -> None:
     """`torch.cuda.current_device()` becomes `current_device()`: `import torch` goes only when
     nothing else uses it, and `helper` (not read by LibCST) does."""

@@ -33,6 +33,25 @@ class Outline:
     # Per LibCST top-level statement: the line it starts on, its leading comments included.
     starts: tuple[int, ...]
     skip: frozenset[int]  # the ids of the LibCST functions and classes the traversal skips
+    # Per LibCST top-level statement: its first statement as `ast` read it.
+    nodes: tuple[ast.stmt, ...] = ()
+
+    def member_starts(self, index: int, statement: cst.CSTNode) -> tuple[int, ...] | None:
+        """Where each statement of the body of `statement`, the module's `index`-th (a
+        class), starts; None when `ast` and LibCST do not read that body alike."""
+        node = self.nodes[index] if index < len(self.nodes) else None
+        block = getattr(statement, "body", None)
+        if not isinstance(node, ast.ClassDef) or not isinstance(block, cst.IndentedBlock):
+            return None
+        starts = []
+        position = 0
+        for member in block.body:
+            size = len(member.body) if isinstance(member, cst.SimpleStatementLine) else 1
+            if position + size > len(node.body):
+                return None
+            starts.append(first_line(node.body[position]) - _leading_lines(member))
+            position += size
+        return tuple(starts) if position == len(node.body) else None
 
 
 @dataclass
@@ -56,8 +75,9 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
     if statements is None:
         return None
     starts = tuple(first_line(s.first) - _leading_lines(s.node) for s in statements)
+    nodes = tuple(s.first for s in statements)
     if prefilter is None:
-        return Outline(starts, frozenset())
+        return Outline(starts, frozenset(), nodes)
     relevant, triggers = _relevant(statements, prefilter)
     skip: set[int] = set()
     for index, statement in enumerate(statements):
@@ -66,7 +86,7 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
                 skip.add(id(statement.node))
         elif isinstance(statement.first, ast.ClassDef):
             skip.update(_idle_methods(statement, lines, prefilter, triggers))
-    return Outline(starts, frozenset(skip))
+    return Outline(starts, frozenset(skip), nodes)
 
 
 def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
@@ -186,12 +206,12 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
 
 def _bound(nodes: list[ast.stmt]) -> set[bytes]:
     """Names a top-level statement binds where their uses need not spell out what they hold:
-    aliases (`import a.b as c`, `from a import b`), assigned names, defined functions and
-    classes. `import a.b` is left out: its uses say `a.b` in full."""
+    aliases (`import a.b as c`, `from a import b`) and assigned names. `import a.b` is left
+    out: its uses say `a.b` in full. So are the names of functions and classes: no rule
+    follows a call into the function it calls, or a class into its uses."""
     names: set[str] = set()
     for node in nodes:
         if isinstance(node, _SKIPPABLE):
-            names.add(node.name)
             continue
         for inner in ast.walk(node):
             if isinstance(inner, ast.Import):
@@ -200,6 +220,4 @@ def _bound(nodes: list[ast.stmt]) -> set[bytes]:
                 names.update(alias.asname or alias.name for alias in inner.names)
             elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
                 names.add(inner.id)
-            elif isinstance(inner, _SKIPPABLE):
-                names.add(inner.name)
     return {name.encode() for name in names}

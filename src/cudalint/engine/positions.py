@@ -1,30 +1,39 @@
-"""Positions of reported nodes, computed only for the top-level statements that hold them.
+"""Positions of reported nodes, computed only for the statements that hold them.
 
 LibCST's PositionProvider generates the whole module's code to place every node; here a
-statement's code is generated alone, starting at the line the first pass (cudalint.engine.outline)
-found for it, which gives the same positions for its nodes.
+top-level statement's code, or a statement of a top-level class's body (a method), is
+generated alone, starting at the line the first pass (cudalint.engine.outline) found for it and
+at its indentation, which gives the same positions for its nodes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
+if TYPE_CHECKING:
+    from cudalint.engine.outline import Outline
+    from cudalint.engine.traversal import Place
+
 
 class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
-    """Looks first in the statements named by `hints` (those that reported something), then
-    in the others, and in the whole module for a node outside every statement."""
+    """Looks first in the places named by `hints` (those that reported something; methods
+    before classes), then in the other top-level statements, and in the whole module for a
+    node outside every statement."""
 
-    def __init__(self, module: cst.Module, starts: Iterable[int], hints: Iterable[int]) -> None:
+    def __init__(self, module: cst.Module, first_pass: Outline, hints: Iterable[Place]) -> None:
         self._module = module
-        self._starts = tuple(starts)
-        hinted = sorted(set(hints))
-        rest = [i for i in range(len(self._starts)) if i not in set(hinted)]
+        self._first_pass = first_pass
+        hinted = sorted(set(hints), key=lambda place: (-len(place), place))
+        tops = {place[0] for place in hinted if len(place) == 1}
+        rest = [(i,) for i in range(len(first_pass.starts)) if i not in tops]
         self._pending = [*reversed(rest), *reversed(hinted)]  # popped from the end
         self._known: dict[cst.CSTNode, CodeRange] = {}
+        self._member_starts: dict[int, tuple[int, ...] | None] = {}
         self._whole = False
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
@@ -45,15 +54,31 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
         self._place_whole()
         return len(self._known)
 
-    def _place(self, index: int) -> None:
+    def _place(self, place: Place) -> None:
+        index = place[0]
+        statement = self._module.body[index]
+        if len(place) == 1:
+            self._generate(statement, self._first_pass.starts[index], [])
+            return
+        if index not in self._member_starts:
+            self._member_starts[index] = self._first_pass.member_starts(index, statement)
+        starts = self._member_starts[index]
+        block = getattr(statement, "body", None)
+        if starts is None or not isinstance(block, cst.IndentedBlock):
+            return  # the class itself is placed later
+        indent = self._module.default_indent if block.indent is None else block.indent
+        self._generate(block.body[place[1]], starts[place[1]], [indent])
+
+    def _generate(self, statement: cst.CSTNode, line: int, indent: list[str]) -> None:
         provider = PositionProvider()
         state = PositionProvidingCodegenState(
             default_indent=self._module.default_indent,
             default_newline=self._module.default_newline,
             provider=provider,
-            line=self._starts[index],
+            indent_tokens=indent,
+            line=line,
         )
-        self._module.body[index]._codegen(state)
+        statement._codegen(state)
         self._known.update(provider._computed)  # type: ignore[arg-type]
 
     def _place_whole(self) -> None:

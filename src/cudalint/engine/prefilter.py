@@ -71,6 +71,16 @@ class Prefilter:
         called = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(calls))) if calls else None
         return cls(tuple(substrings), frozenset(words), frozenset(calls), called)
 
+    def within(self, data: bytes) -> Prefilter | None:
+        """This pre-filter with only the terms `data` names (a part of `data` can name no
+        other); None when it names none, so `data` does not match."""
+        substrings = tuple(keyword for keyword in self.substrings if keyword in data)
+        found = set(_IDENTIFIER.findall(data)) if self.words or self.calls else set()
+        words, calls = self.words & found, self.calls & found
+        if not substrings and not words and not calls:
+            return None
+        return Prefilter(substrings, frozenset(words), frozenset(calls), self._called)
+
     def matches(self, data: bytes) -> bool:
         """`data` names a term, wherever (a call's name counts anywhere)."""
         if any(keyword in data for keyword in self.substrings):

@@ -145,8 +145,10 @@ def lint_python(
     `ast` read it, when the caller has it already."""
     if b"\0" in data:  # UTF-16 text: the pre-filter would skip it silently
         return PythonResult([error_finding(path, _null_bytes_reason(data))])
-    if prefilter is not None and not prefilter.matches(data):
-        return PythonResult([])
+    if prefilter is not None:
+        prefilter = prefilter.within(data)  # the terms the file names: a part names no other
+        if prefilter is None:
+            return PythonResult([])
     compiled = _compiled(data, path, tree)
     if isinstance(compiled, Finding):
         return PythonResult([compiled])
@@ -167,7 +169,7 @@ def lint_python(
     if not ctx.reports:
         return result
     positions = (whole_module_positions(parsed) if first_pass is None
-                 else StatementPositions(parsed, first_pass.starts, reported))
+                 else StatementPositions(parsed, first_pass, reported))
     _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell)
     return result
 

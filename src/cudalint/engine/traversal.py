@@ -216,6 +216,20 @@ def find_all(node: cst.CSTNode, kinds: tuple[type[cst.CSTNode], ...]) -> Iterato
                      if type(child) not in prune)
 
 
+# Where reports are: `(i,)` the module's i-th statement, `(i, j)` the j-th statement of the
+# body of a class that is the module's i-th (its methods, mostly).
+Place = tuple[int, ...]
+
+
+def _members(module: cst.Module) -> dict[int, Place]:
+    """The places of the statements in the bodies of the module's classes, by node id."""
+    found: dict[int, Place] = {}
+    for index, statement in enumerate(module.body):
+        if isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
+            found.update((id(m), (index, j)) for j, m in enumerate(statement.body.body))
+    return found
+
+
 class _BatchedWalk:
     """Every enabled rule's `visit_<Type>`/`leave_<Type>`, as LibCST's visit_batched calls
     them, with the context's hooks around them."""
@@ -232,8 +246,9 @@ class _BatchedWalk:
                 elif attr.startswith("leave_"):
                     self.leaves[attr[len("leave_") :]].append(getattr(rule, attr))
         self.statements = {id(s): i for i, s in enumerate(ctx.module.body)}
+        self.members = _members(ctx.module)
         self.skip = skip  # ids of the nodes not visited, nor their children
-        self.reported: set[int] = set()  # indexes of top-level statements that reported
+        self.reported: set[Place] = set()  # the places that reported something
         self._skipping: cst.CSTNode | None = None
         self._reports_before = 0
 
@@ -242,6 +257,8 @@ class _BatchedWalk:
             self._skipping = node
             return False
         self.ctx.enter(node)
+        if len(self.ctx.stack) == 4 and id(node) in self.members:
+            self._note(self.members[id(node)][:1])  # the reports of its class's header
         for callback in self.visits.get(type(node).__name__, ()):
             callback(node)
         return True
@@ -253,18 +270,25 @@ class _BatchedWalk:
         for callback in self.leaves.get(type(original_node).__name__, ()):
             callback(original_node)
         self.ctx.leave(original_node)
-        if len(self.ctx.stack) == 1 and len(self.ctx.reports) > self._reports_before \
-                and id(original_node) in self.statements:
-            self.reported.add(self.statements[id(original_node)])
+        depth = len(self.ctx.stack)
+        if depth == 1 and id(original_node) in self.statements:
+            self._note((self.statements[id(original_node)],))
+        elif depth == 3 and id(original_node) in self.members:
+            self._note(self.members[id(original_node)])
+
+    def _note(self, place: Place) -> None:
+        """`place` holds the reports made since the last place was noted."""
+        if len(self.ctx.reports) > self._reports_before:
+            self.reported.add(place)
             self._reports_before = len(self.ctx.reports)
 
 
 def walk(
     ctx: PythonContext, rule_classes: Sequence[type[PythonRule]], skip: Collection[int] = ()
-) -> set[int]:
+) -> set[Place]:
     """Run the rules over `ctx.module`, but not into the nodes whose ids are in `skip`; their
-    reports land in `ctx.reports`. Returns the indexes of the top-level statements that
-    reported something."""
+    reports land in `ctx.reports`. Returns the places (`Place`) that reported something: a
+    top-level statement, or a statement of a top-level class's body."""
     rules = [rule_class(ctx) for rule_class in rule_classes]
     walker = _BatchedWalk(ctx, rules, skip)
     traverse(ctx.module, walker.on_visit, walker.on_leave, ctx.enter_attribute,
