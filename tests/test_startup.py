@@ -21,11 +21,14 @@ _SMALL = ("import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\n"
           "x = torch.zeros(3, device='cuda:0')\n")
 # (packaging.version is light, and read when a rule picks the MPS table for the target torch.)
 _NEVER_WHEN_PIPED = ("rich", "yaml", "elftools", "libcst.matchers", "packaging.requirements",
-                     "packaging.markers", "cudalint.rules.cud4_pins.conda", "pathspec")
+                     "packaging.markers", "cudalint.rules.cud4_pins.conda", "pathspec",
+                     "shutil")
+# (tomllib: the project has no pyproject.toml, and a replayed run reads no data table)
 _NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_device",
                       "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
                       "rich", "packaging", "pathspec", "cudalint.engine.pool",
-                      "cudalint.engine.prefilter", "cudalint.runtime.helper", "shutil")
+                      "cudalint.engine.prefilter", "cudalint.runtime.helper", "shutil",
+                      "tomllib")
 
 
 def _imported(folder: Path, *args: str) -> tuple[str, set[str]]:

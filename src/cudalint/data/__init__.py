@@ -16,6 +16,7 @@ import os
 import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 FOLDER = Path(__file__).parent
@@ -39,11 +40,17 @@ def load(name: str) -> dict[str, Any]:
 
 
 def _parse_toml(text: str) -> dict[str, Any]:
+    return toml().loads(text)
+
+
+def toml() -> ModuleType:
+    """tomllib (tomli before Python 3.11), imported when a TOML text is first read: a run
+    over a project without a pyproject.toml reads none."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
-    return tomllib.loads(text)
+    return tomllib
 
 
 def _stamp(path: Path) -> tuple[int, int, int]:

@@ -4,18 +4,13 @@ as CUDA-only libraries, as ruff's known-first-party) and its compiled CUDA exten
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version
+from cudalint.data import toml
 from cudalint.engine.helper_place import helper_place, is_helper_copy
 from cudalint.engine.reader import ReadError, read_regular, read_text
 from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
@@ -144,8 +139,12 @@ def extension_modules(root: Path) -> frozenset[str]:
 
 def pyproject_names(root: Path) -> frozenset[str]:
     """The import name of the project's own distribution (`flash-attn` -> `flash_attn`)."""
+    text = read_text(root / "pyproject.toml")
+    if text is None:
+        return frozenset()
+    tomllib = toml()
     try:
-        document = tomllib.loads(read_text(root / "pyproject.toml") or "")
+        document = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError):
         return frozenset()
     names = [_get(document, "project", "name"), _get(document, "tool", "poetry", "name")]
