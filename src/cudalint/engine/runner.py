@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, Selection
 from cudalint.discovery import discover
 from cudalint.engine import project
-from cudalint.engine.cache import Cache, Snapshot, Store, file_status
+from cudalint.engine.cache import Cache, Snapshot, Status, Store, file_status
 from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
 from cudalint.engine.settings import Settings
 from cudalint.finding import Finding, error_finding
@@ -89,13 +89,14 @@ def checker_for(kind: FileKind) -> Checker:
 
 # The engine sits below the rules: the registry (which imports every rule module) is loaded
 # when a run selects its rules, never by importing the engine.
-def selected_rules(config: Config, options: RunOptions,
-                   kinds: Iterable[FileKind] | None = None) -> tuple[type[Rule], ...]:
+def selected_rules(config: Config, options: RunOptions, kinds: Iterable[FileKind] | None = None,
+                   texts: Sequence[bytes] | None = None) -> tuple[type[Rule], ...]:
     """The rules enabled; with `kinds`, only those that read files of these kinds are
-    imported and returned (every rule reads at least one kind)."""
+    imported and returned (every rule reads at least one kind); with `texts` too (every file
+    to check, all Python), only those whose terms one of them names (rules/index.py)."""
     from cudalint import rules as registry
 
-    candidates = None if kinds is None else registry.for_kinds(kinds)
+    candidates = None if kinds is None else registry.for_kinds(kinds, texts)
     return registry.select(_sources(config, options), candidates)
 
 
@@ -138,8 +139,12 @@ def run(
         options = replace(options, lint_cache=lint_cache.store)
         replayed, files = replay(lint_cache, files, options)
         reports += replayed
-    enabled = selected_rules(config, options, {kind for _, kind, _ in files}) if files else ()
-    tasks = [(path, kind, rules_for(path, enabled, config), file_settings, options)
+    read = _read_small_run(files, options)
+    texts = None if read is None else [data for data, _status in read.values()]
+    enabled = (selected_rules(config, options, {kind for _, kind, _ in files}, texts)
+               if files else ())
+    tasks = [(path, kind, rules_for(path, enabled, config), file_settings, options,
+              *(read or {}).get(path, ()))
              for path, kind, file_settings in files]
     counted = None if progress is None else (lambda done: progress(done, len(tasks)))
     try:
@@ -158,6 +163,28 @@ def run(
                 lint_cache.put(report.path, report.cache_entry)
         lint_cache.save()
     return sorted(reports, key=lambda report: report.path)
+
+
+# A run of at most this many Python files reads them first and imports only the rules whose
+# terms they name (most of a small check's start-up is importing rules); each file is
+# checked from that reading.
+_SMALL_RUN = 16
+
+
+def _read_small_run(files: Sequence[PendingFile],
+                    options: RunOptions) -> dict[Path, tuple[bytes, Status | None]] | None:
+    """Each file's content, and its status taken before the read (for the cache), for a
+    small run of Python files; None for any other run."""
+    if len(files) > _SMALL_RUN or any(kind is not FileKind.PYTHON for _, kind, _ in files):
+        return None
+    read = {}
+    for path, kind, _settings in files:
+        status = file_status(path) if options.lint_cache is not None else None
+        try:
+            read[path] = (_read(path, kind, options), status)
+        except ReadError:  # the check reports why
+            continue
+    return read
 
 
 def _open_cache(config: Config, options: RunOptions) -> Cache | None:
@@ -216,7 +243,8 @@ def _usable_cores() -> int:
 
 
 if TYPE_CHECKING:
-    Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions]
+    Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions] | tuple[
+        Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions, bytes, Status | None]
 
 
 class Interrupted(Exception):
@@ -273,10 +301,13 @@ def check_file(
     settings: Settings,
     options: RunOptions,
     data: bytes | None = None,
+    status: Status | None = None,
 ) -> FileReport:
-    """Check one file (from `data` when given: an editor's unsaved buffer)."""
-    if data is None and options.lint_cache is not None:
-        return _check_and_store(options.lint_cache, path, kind, rules, settings, options)
+    """Check one file (from `data` when given: an editor's unsaved buffer, or the file as the
+    run read it, with its `status` before that read)."""
+    if options.lint_cache is not None:
+        return _check_and_store(options.lint_cache, path, kind, rules, settings, options,
+                                data, status)
     if data is None:
         try:
             data = _read(path, kind, options)
@@ -356,15 +387,18 @@ def _check_and_store(
     rules: Sequence[type[Rule]],
     settings: Settings,
     options: RunOptions,
+    data: bytes | None = None,
+    status: Status | None = None,
 ) -> FileReport:
     """A file the cache did not hold (`replay`), checked; its report carries the cache entry
     for the run's process to record (its status taken before the content is read)."""
     uncached = replace(options, lint_cache=None)
-    status = file_status(path)
-    try:
-        data = _read(path, kind, options)
-    except ReadError:
-        return check_file(path, kind, rules, settings, uncached)  # reports why
+    if data is None:
+        status = file_status(path)
+        try:
+            data = _read(path, kind, options)
+        except ReadError:
+            return check_file(path, kind, rules, settings, uncached)  # reports why
     report = check_file(path, kind, rules, settings, uncached, data)
     snapshot = Snapshot.of(data, _facts(kind, data), status)
     report.cache_entry = store.entry(path, kind, settings, snapshot, report.findings,
@@ -373,14 +407,14 @@ def _check_and_store(
 
 
 def check_python(job: Job) -> FileReport:
-    from cudalint.engine.autofix import FixError, fix_python  # LibCST: only to check a file
-    from cudalint.engine.python import lint_python
-
     options = job.options
     if not (options.fix or options.diff):
+        from cudalint.engine.python import lint_python  # LibCST: only to check a file
+
         result = lint_python(job.data, job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter, want_edits=options.want_edits)
         return FileReport(job.path, result.findings, result.text)
+    from cudalint.engine.autofix import FixError, fix_python
     try:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
