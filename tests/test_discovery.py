@@ -128,8 +128,9 @@ def test_force_exclude_matches_from_the_project_root_only(capsys, tmp_path):
     root = tmp_path / "build" / "proj"
     (root / ".git").mkdir(parents=True)
     _write(root, "src/train.py")
-    code, files = _checked(capsys, root.resolve(), "--force-exclude", "src", "src/train.py")
-    assert (code, files) == (1, {"src/train.py"})
+    for args in (["src", "src/train.py"], ["."], [str(root)]):
+        code, files = _checked(capsys, root.resolve(), "--force-exclude", *args)
+        assert (code, files) == (1, {"src/train.py"}), args
 
 
 def test_show_files_lists_a_named_folder_under_an_excluded_one(capsys, project):

@@ -120,16 +120,26 @@ class _Patterns:
         self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
         self.patterns = [(p.regex, bool(p.include)) for p in self.spec.patterns
                          if p.include is not None and p.regex is not None]
+        # One regex that any of them matches (their groups unnamed, to join them): most
+        # entries of a walk match none, and one match call rules them out.
+        self.any = re.compile("|".join(
+            f"(?:{_GROUP_NAME.sub('(?:', regex.pattern)})" for regex, _ in self.patterns
+        ) or "(?!)")
 
     def covers(self, path: str) -> bool:
         return bool(self.spec.match_file(path))
 
     def matches(self, path: str) -> bool:
+        if self.any.match(path) is None:
+            return False
         decided = False
         for regex, include in self.patterns:
             if _matches_itself(regex, path):
                 decided = include
         return decided
+
+
+_GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
 
 def _matches_itself(regex: re.Pattern[str], path: str) -> bool:
@@ -155,7 +165,10 @@ def _spec(lines: list[str]) -> Spec:
 def _covered(path: Path, is_dir: bool, root: Path, exclude: Spec) -> bool:
     """A path named explicitly (absolute), matched with the folders above it up to the project
     root (without a configuration, the nearest pyproject.toml or git root): `dist/gen.py` is
-    excluded by `dist` from anywhere."""
+    excluded by `dist` from anywhere. The project root itself is never excluded, whatever the
+    names of its folders."""
+    if path == root:
+        return False
     return exclude.covers(_relative(path, root) + ("/" if is_dir else ""))
 
 
