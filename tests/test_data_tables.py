@@ -72,7 +72,21 @@ def test_no_copy_without_bytecode_nor_where_it_cannot_be_written(folder, monkeyp
     assert data.load("t.toml") == tomllib.loads(_TABLE)
 
 
-def test_json_tables_are_read_as_they_are(folder):
-    (folder / "t.json").write_text('{"rules": [1, 2]}')
-    assert data.load("t.json") == {"rules": [1, 2]}
-    assert not (folder / "__pycache__").exists()
+def test_json_tables_and_tables_in_subfolders_are_kept_too(folder):
+    (folder / "mps").mkdir()
+    (folder / "mps" / "t.json").write_text('{"rules": [1, 2]}')
+    assert data.load("mps/t.json") == {"rules": [1, 2]}
+    assert _copies(folder) == [f"mps.t.json.{sys.implementation.cache_tag}.marshal"]
+    data.load.cache_clear()
+    assert data.load("mps/t.json") == {"rules": [1, 2]}
+
+
+def test_the_shipped_tables_read_from_their_copies_as_parsed():
+    import json
+
+    data.load.cache_clear()
+    for path in sorted(data.FOLDER.rglob("*.toml")) + sorted(data.FOLDER.rglob("*.json")):
+        name = path.relative_to(data.FOLDER).as_posix()
+        text = path.read_text("utf-8")
+        assert data.load(name) == (json.loads(text) if name.endswith(".json")
+                                   else tomllib.loads(text)), name

@@ -1,10 +1,11 @@
 """The data tables (TOML, JSON) the engine and the rules read, each read once.
 
-A parsed TOML table is kept beside it, in `__pycache__`, as Python keeps a module's bytecode:
-tomllib is pure Python, and parsing the tables cost a small check more than anything else
-cudalint does at start-up. The copy carries the size and modification time of the table it
-was made from and is used only while they match; it is written only where bytecode may be
-(not under PYTHONDONTWRITEBYTECODE), and any failure to read or write it only means parsing.
+A parsed table is kept beside it, in `__pycache__`, as Python keeps a module's bytecode:
+tomllib is pure Python, and parsing the tables (the MPS operator tables are 200 kB of JSON)
+cost a small check more than anything else cudalint does at start-up. The copy carries the
+size and modification time of the table it was made from and is used only while they match;
+it is written only where bytecode may be (not under PYTHONDONTWRITEBYTECODE), and any failure
+to read or write it only means parsing.
 """
 
 from __future__ import annotations
@@ -25,22 +26,17 @@ _FORMAT = 1  # bump when the layout of a parsed copy changes
 
 @cache
 def load(name: str) -> dict[str, Any]:
-    """The parsed `cudalint/data/<name>` (TOML, or JSON by its name). Read beside this module:
-    importlib.resources alone costs more start-up than every table."""
+    """The parsed `cudalint/data/<name>` (TOML, or JSON by its name; `name` may name a
+    subfolder: `mps_ops/torch-2.13.0.json`). Read beside this module: importlib.resources
+    alone costs more start-up than every table."""
     path = FOLDER / name
-    if name.endswith(".json"):
-        loaded: dict[str, Any] = json.loads(path.read_text("utf-8"))
-        return loaded
     stamp = _stamp(path)
     parsed = _parsed_copy(name, stamp)
     if parsed is None:
-        parsed = _parse_toml(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
+        parsed = json.loads(text) if name.endswith(".json") else toml().loads(text)
         _keep(name, stamp, parsed)
     return parsed
-
-
-def _parse_toml(text: str) -> dict[str, Any]:
-    return toml().loads(text)
 
 
 def toml() -> ModuleType:
@@ -59,7 +55,8 @@ def _stamp(path: Path) -> tuple[int, int, int]:
 
 
 def _copy_of(name: str) -> Path:
-    return FOLDER / "__pycache__" / f"{name}.{sys.implementation.cache_tag}.marshal"
+    flat = name.replace("/", ".")
+    return FOLDER / "__pycache__" / f"{flat}.{sys.implementation.cache_tag}.marshal"
 
 
 def _parsed_copy(name: str, stamp: tuple[int, int, int]) -> dict[str, Any] | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -330,11 +329,8 @@ def installed_torch_version() -> str | None:
         return None
 
 
-@functools.lru_cache(maxsize=8)
 def _read_table(version: str) -> Mapping[str, Any]:
-    text = _data_dir().joinpath(f"torch-{version}.json").read_text(encoding="utf-8")
-    table: Mapping[str, Any] = json.loads(text)
-    return table
+    return data.load(f"mps_ops/torch-{version}.json")
 
 
 @functools.lru_cache(maxsize=16)
