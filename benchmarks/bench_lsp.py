@@ -4,10 +4,13 @@
 
 It opens the script (benchmarks/training_file.py), types a comment one keystroke at a time and
 now and then adds a line with a `.cuda()` call (every state is valid Python), and times each edit
-from its `didChange` to the `publishDiagnostics` of that version; then it sends a burst of
-edits, closes the server's stdin and times how long the server takes to go. Each figure is
-printed beside the issue's limit and as a ratio to a bare LibCST parse of the same file, timed
-in the same run (which machine speed cancels out of).
+from its `didChange` to the `publishDiagnostics` of that version. As VS Code does, each change
+is followed at once by a `textDocument/codeAction` request at the cursor (the diagnostics the
+editor shows there sent with it; on an added line, the cursor is on its `.cuda()`), timed to
+its answer, with the client capabilities VS Code announces (an action's edit is resolved when
+the user picks it). Then it sends a burst of edits, closes the server's stdin and times how long
+the server takes to go. Each figure is printed beside the issue's limit and as a ratio to a
+bare LibCST parse of the same file, timed in the same run (which machine speed cancels out of).
 """
 
 from __future__ import annotations
@@ -32,6 +35,24 @@ from tests.lsp.client import Client  # noqa: E402
 COMMENT = "# move the batch to the GPU before the forward pass, as x.cuda() did in the paper "
 CODE_LINE = "extra_{k} = torch.zeros(8).cuda()\n"
 WAIT = 900.0  # a bound for a hung server, far above any figure worth reporting
+# What VS Code announces of its code actions, diagnostics and workspace edits.
+CAPABILITIES = {
+    "textDocument": {
+        "codeAction": {
+            "dynamicRegistration": True, "isPreferredSupport": True, "disabledSupport": True,
+            "dataSupport": True, "honorsChangeAnnotations": True,
+            "resolveSupport": {"properties": ["edit"]},
+            "codeActionLiteralSupport": {"codeActionKind": {"valueSet": [
+                "", "quickfix", "refactor", "refactor.extract", "refactor.inline",
+                "refactor.rewrite", "source", "source.organizeImports"]}},
+        },
+        "publishDiagnostics": {"relatedInformation": True, "versionSupport": False,
+                               "codeDescriptionSupport": True, "dataSupport": True},
+        "synchronization": {"dynamicRegistration": True, "willSave": True,
+                            "willSaveWaitUntil": True, "didSave": True},
+    },
+    "workspace": {"workspaceEdit": {"documentChanges": True}, "applyEdit": True},
+}
 
 
 class Editor:
@@ -47,6 +68,8 @@ class Editor:
                               if lines[i] == "" and lines[i + 1].startswith(("def ", "class ")))
         self.column = 0
         self.added = 0
+        self.cursor = {"line": 0, "character": 0}
+        self.shown: list[dict[str, Any]] = []  # the diagnostics the editor shows
         client.notify("textDocument/didOpen", {"textDocument": {
             "uri": self.uri, "languageId": "python", "version": 1, "text": text}})
 
@@ -54,13 +77,26 @@ class Editor:
         if index == 0:
             self._insert(self.comment_line, 0, "#\n")
             self.column = 1
+            self.code_line += 1
+            self.cursor = {"line": self.comment_line, "character": 1}
         elif index % 10 == 9:
-            self._insert(self.code_line, 0, CODE_LINE.format(k=self.added))
+            line = CODE_LINE.format(k=self.added)
+            self._insert(self.code_line, 0, line)
+            self.cursor = {"line": self.code_line, "character": line.index("cuda")}
             self.added += 1
         else:
             char = COMMENT[1 + (self.column - 1) % (len(COMMENT) - 1)]
             self._insert(self.comment_line, self.column, char)
             self.column += 1
+            self.cursor = {"line": self.comment_line, "character": self.column}
+
+    def ask_actions(self) -> int:
+        """A code action request at the cursor, as an editor sends one after a change."""
+        where = {"start": self.cursor, "end": self.cursor}
+        under = [d for d in self.shown if _touches(d["range"], self.cursor)]
+        return self.client.ask("textDocument/codeAction", {
+            "textDocument": {"uri": self.uri}, "range": where,
+            "context": {"diagnostics": under, "triggerKind": 2}})
 
     def _insert(self, line: int, column: int, text: str) -> None:
         self.version += 1
@@ -70,7 +106,14 @@ class Editor:
             "contentChanges": [{"range": {"start": where, "end": where}, "text": text}]})
 
     def diagnostics(self) -> list[dict[str, Any]]:
-        return self.client.diagnostics(self.uri, self.version, timeout=WAIT)
+        self.shown = self.client.diagnostics(self.uri, self.version, timeout=WAIT)
+        return self.shown
+
+
+def _touches(where: dict[str, Any], cursor: dict[str, int]) -> bool:
+    def key(position: dict[str, int]) -> tuple[int, int]:
+        return position["line"], position["character"]
+    return key(where["start"]) <= key(cursor) <= key(where["end"])
 
 
 def parse_time(text: str, repeat: int = 3) -> float:
@@ -93,19 +136,27 @@ def run(folder: Path, text: str, edits: int, debounce_ms: int) -> dict[str, floa
     with (folder / "server.log").open("wb") as log:
         client = Client(folder, log, ["--debounce-ms", str(debounce_ms)])
         try:
-            client.initialize(folder)
+            client.initialize(folder, CAPABILITIES)
             start = time.perf_counter()
             editor = Editor(client, path, text)
             editor.diagnostics()
             figures = {"first": time.perf_counter() - start}
-            latencies = []
+            latencies, answers, fixes = [], [], 0
             for index in range(edits):
                 start = time.perf_counter()
                 editor.keystroke(index)
+                asked = editor.ask_actions()
+                asked_at = time.perf_counter()
                 editor.diagnostics()
                 latencies.append(time.perf_counter() - start)
+                found = client.response(asked, "textDocument/codeAction", timeout=WAIT)
+                answers.append(time.perf_counter() - asked_at)
+                fixes += any(a["title"].startswith("Fix CUD") for a in found)
             figures["p50"] = percentile(latencies, 50)
             figures["p95"] = percentile(latencies, 95)
+            figures["actions p50"] = percentile(answers, 50)
+            figures["actions p95"] = percentile(answers, 95)
+            figures["quick fixes"] = fixes
             figures["exit"] = _exit_time(client, editor)
             return figures
         finally:
@@ -135,12 +186,15 @@ def main() -> int:
     reference = parse_time(text)
     with tempfile.TemporaryDirectory(prefix="bench_lsp_") as folder:
         figures = run(Path(folder), text, args.edits, args.debounce_ms)
-    print(f"file: {text.count(chr(10))} lines; {args.edits} edits; debounce {args.debounce_ms} ms")
+    print(f"file: {text.count(chr(10))} lines; {args.edits} edits; debounce {args.debounce_ms} ms;"
+          f" {figures['quick fixes']:.0f} code action answers held a finding's fix")
     print(f"reference: LibCST parse of the file {reference * 1000:.0f} ms (median of 3)\n")
     rows = [
         ("first diagnostics after didOpen", figures["first"], 1.0),
         ("diagnostics per edit, p50", figures["p50"], None),
         ("diagnostics per edit, p95", figures["p95"], 0.150),
+        ("code actions per edit, p50", figures["actions p50"], None),
+        ("code actions per edit, p95", figures["actions p95"], None),
         ("exit after stdin closes", figures["exit"], 2.0),
     ]
     print(f"{'figure':<34} {'ms':>9} {'limit ms':>9} {'met':>4} {'/ parse':>8}")

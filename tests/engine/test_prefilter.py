@@ -183,3 +183,16 @@ def test_narrowed_to_a_file_it_answers_as_before_on_each_of_its_parts(path):
 
 def test_a_file_naming_no_term_is_not_narrowed_but_refused():
     assert _prefilter("CUD102").within(b"import numpy\nx = numpy.zeros(3)\n") is None
+
+
+def test_built_once_for_the_same_rules_and_settings_and_again_when_they_change():
+    rules = [r for r in all_rules() if issubclass(r, PythonRule)]
+    settings = Settings(extension_modules=frozenset({"pkg._C"}))
+    first = Prefilter.for_rules(rules, settings)
+    assert b"_C" in first.words
+    assert Prefilter.for_rules(rules, Settings(extension_modules=frozenset({"pkg._C"}))) is first
+    settings.extension_modules = frozenset()  # the caller's object changes after the build
+    assert b"_C" not in Prefilter.for_rules(rules, Settings()).words
+    other = Prefilter.for_rules(rules, Settings(extension_modules=frozenset({"pkg._ext"})))
+    assert b"_ext" in other.words and b"_C" not in other.words
+    assert Prefilter.for_rules(rules[:3], Settings()) != Prefilter.for_rules(rules, Settings())

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from benchmarks.training_file import training_file
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
 from cudalint.kinds import FileKind
 from cudalint.lsp.actions import FIX_ALL, Target, quick_fixes, wanted
+from cudalint.lsp.checker import Projects, check_text
 from cudalint.lsp.diagnostics import data_version, edits_of, text_edits, to_diagnostic
 from cudalint.lsp.positions import (
     UTF8,
@@ -21,6 +23,7 @@ from cudalint.lsp.positions import (
     split_lines,
     to_lsp,
 )
+from cudalint.lsp.reparse import Reparser
 from cudalint.lsp.suppress import Noqa
 
 
@@ -145,3 +148,25 @@ def test_no_noqa_where_comments_do_not_silence() -> None:
 ])
 def test_fix_all_answers_hierarchical_kinds(only: list[str] | None, expected: bool) -> None:
     assert wanted(FIX_ALL, only) is expected
+
+
+@pytest.mark.parametrize("name", ["training", "fixtures"])
+def test_noqa_tokenizing_statements_alone_as_the_whole_text(name: str, tmp_path: Path) -> None:
+    """A code action's noqa edit tokenizes only the top-level statement of its finding: the
+    same edit as when the whole text is tokenized, for every finding (multi-line strings,
+    backslashes and comments among them)."""
+    root = Path(__file__).resolve().parents[2]
+    texts = [training_file(300)] if name == "training" else \
+        [p.read_text(encoding="utf-8") for p in sorted((root / "fixtures").rglob("*.py"))]
+    project = Projects().for_path(tmp_path / "x.py", (tmp_path,))
+    compared = 0
+    for text in texts:
+        findings = check_text(tmp_path / "x.py", FileKind.PYTHON, text, project)
+        statements = Reparser().statements(text.encode())
+        if statements is None:
+            continue
+        whole, alone = Noqa(text, FileKind.PYTHON), Noqa(text, FileKind.PYTHON, statements)
+        for found in findings:
+            assert alone.edit(found) == whole.edit(found), found
+            compared += 1
+    assert compared > 20

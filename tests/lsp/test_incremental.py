@@ -14,7 +14,13 @@ import pytest
 from benchmarks.training_file import training_file
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind
-from cudalint.lsp.checker import Projects, check_python_text, check_text, fix_names
+from cudalint.lsp.checker import (
+    Projects,
+    check_python_rows,
+    check_python_text,
+    check_text,
+    fix_names,
+)
 from cudalint.lsp.incremental import UnitCache
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +45,16 @@ class Checker:
 
     def incremental(self, text: str) -> list[Finding]:
         return check_python_text(self.path, text, self.project, self.cache)
+
+    def with_edits(self, text: str) -> list[Finding]:
+        return check_text(self.path, FileKind.PYTHON, text, self.project, edits=True)
+
+    def rows(self, text: str, rows: frozenset[int]) -> list[Finding]:
+        return check_python_rows(self.path, text, self.project, self.cache, rows)
+
+
+def on_rows(findings: list[Finding], rows: frozenset[int]) -> list[Finding]:
+    return [f for f in findings if any(f.location.row <= r <= f.end_location.row for r in rows)]
 
 
 def start(node: ast.stmt) -> int:
@@ -231,3 +247,18 @@ def test_the_training_script_edit_after_edit(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT / "fixtures")))
 def test_a_fixture_edit_after_edit(tmp_path: Path, path: Path) -> None:
     differential(tmp_path, path.read_text(encoding="utf-8"))
+
+
+def test_code_actions_of_some_rows_are_those_of_a_full_check(tmp_path: Path) -> None:
+    """A code action's check reads the units under the rows asked about (and what every check
+    reads): there, its findings and their edits are those of a full check with edits."""
+    checker = Checker(tmp_path)
+    for name, version in versions(training_file(300)):
+        full = checker.with_edits(version)
+        assert any(f.fix and f.fix.edits for f in full), name
+        # A finding near the top, one in the middle, one at the end, and a row of prose.
+        picked = [full[0], full[len(full) // 2], full[-1]]
+        rows = frozenset({*(f.location.row for f in picked), version.count("\n") // 3})
+        scoped = checker.rows(version, rows)
+        assert on_rows(scoped, rows) == on_rows(full, rows), name
+        assert len(scoped) < len(full), name  # it did not check everything

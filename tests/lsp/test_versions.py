@@ -4,6 +4,7 @@ version or not at all."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,12 +27,20 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+# What VS Code and Neovim say of their code actions: an action's edit may be asked for when
+# the user picks it (codeAction/resolve).
+RESOLVES = {"textDocument": {"codeAction": {
+    "dataSupport": True, "resolveSupport": {"properties": ["edit"]},
+    "codeActionLiteralSupport": {"codeActionKind": {"valueSet": ["quickfix", "source"]}}}}}
+
+
 @contextmanager
-def server(workspace: Path, debounce_ms: int) -> Iterator[Client]:
+def server(workspace: Path, debounce_ms: int,
+           capabilities: dict[str, Any] | None = None) -> Iterator[Client]:
     with (workspace / "server.log").open("ab") as log:
         client = Client(workspace, log, ["--debounce-ms", str(debounce_ms)])
         try:
-            client.initialize(workspace)
+            client.initialize(workspace, capabilities)
             yield client
         finally:
             client.kill()
@@ -142,3 +151,36 @@ def test_quick_fix_edits_are_made_for_the_version_asked_about(workspace: Path) -
         assert codes(doc.change(moved)) == ["CUD102"]
         fix = next(a for a in doc.actions(line_range(3)) if a["title"].startswith("Fix CUD102"))
         assert doc.apply(fix) == cli_fixed(workspace, moved)
+
+
+def test_an_edit_after_a_still_spell_is_checked_at_once(workspace: Path) -> None:
+    """The debounce's leading edge: the first edit after the document was still for the
+    debounce is checked without waiting; the edits right behind it wait, and are checked once,
+    last version only."""
+    with server(workspace, debounce_ms=1500) as client:
+        doc = Document(client, workspace / "leading.py", LINEAR)
+        assert doc.diagnostics() == []
+        time.sleep(1.6)
+        start = time.monotonic()
+        assert codes(doc.change(ON_CUDA)) == ["CUD102"]
+        assert time.monotonic() - start < 1.5
+        for index in range(3):
+            doc.edit(doc.text + f"y{index} = torch.zeros(2).cuda()\n")
+        assert codes(doc.diagnostics()) == ["CUD102"] * 4
+        assert published(client, doc) == [1, 2, 5]
+
+
+def test_fix_all_is_made_when_the_client_resolves_it(workspace: Path) -> None:
+    """A client that resolves actions gets fix-all without its edit (a fix of the whole
+    file) until the user picks it; resolved, it is the CLI's fix of the version it was
+    offered for, and nothing once the document has changed."""
+    text = ON_CUDA + 'x = torch.zeros(2, device="cuda:0")\n'
+    with server(workspace, debounce_ms=50, capabilities=RESOLVES) as client:
+        doc = Document(client, workspace / "resolved.py", text)
+        assert codes(doc.diagnostics()) == ["CUD102", "CUD101"]
+        [offered] = doc.actions(only=["source.fixAll"])
+        assert "edit" not in offered
+        resolved = client.request("codeAction/resolve", offered)
+        assert doc.apply(resolved) == cli_fixed(workspace, text)
+        doc.change(text + "# a comment\n")
+        assert "edit" not in client.request("codeAction/resolve", offered)

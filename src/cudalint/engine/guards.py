@@ -113,10 +113,16 @@ def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
     return isinstance(expr, cst.Name) and names_cuda_flag(expr.value)
 
 
+# What a flag's name starts with when it says that CUDA is in use, and what a probe names
+# besides the word `cuda` (`x.is_cuda`): the terms of the rules that read probes.
+CUDA_FLAGS = ("use_cuda", "has_cuda", "cuda_avail")
+PROBE_TERMS = (*CUDA_FLAGS, "is_cuda")
+
+
 def names_cuda_flag(name: str) -> bool:
     """`use_cuda`, `has_cuda`, `cuda_available`: a flag that says CUDA is in use."""
     lowered = name.lower()
-    return lowered == "cuda" or lowered.startswith(("use_cuda", "has_cuda", "cuda_avail"))
+    return lowered == "cuda" or lowered.startswith(CUDA_FLAGS)
 
 
 def is_cuda_absence(ctx: PythonContext, expr: cst.BaseExpression) -> bool:

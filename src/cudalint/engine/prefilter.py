@@ -15,7 +15,7 @@ import ast
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,17 @@ class Prefilter:
 
     @classmethod
     def for_rules(cls, rules: Iterable[type[Rule]], settings: Settings) -> Prefilter:
+        """The pre-filter of `rules` under `settings`; a run asks once per file for the same
+        one, which is built once."""
+        rules = tuple(rules)
+        if _last is not None and _last[0] == rules and _last[1] == settings:
+            return _last[2]
+        built = cls._build(rules, settings)
+        _remember(rules, settings, built)
+        return built
+
+    @classmethod
+    def _build(cls, rules: Iterable[type[Rule]], settings: Settings) -> Prefilter:
         substrings: dict[bytes, None] = {}
         words: set[bytes] = set()
         calls: set[bytes] = set()
@@ -113,6 +124,14 @@ def _called(calls: frozenset[bytes]) -> re.Pattern[bytes]:
     """A call of one of `calls`; compiled when a function first needs it (an alternation of
     the operator table's names: milliseconds a small check need not spend)."""
     return re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(calls)))
+
+
+_last: tuple[tuple[type[Rule], ...], Settings, Prefilter] | None = None
+
+
+def _remember(rules: tuple[type[Rule], ...], settings: Settings, built: Prefilter) -> None:
+    global _last
+    _last = (rules, replace(settings), built)  # a copy: the caller's may change
 
 
 def without_prose(text: bytes, node: ast.stmt, first: int) -> bytes:

@@ -57,9 +57,28 @@ def has_safe_fix(diagnostic: types.Diagnostic) -> bool:
     return isinstance(fix, dict) and fix["applicability"] == "safe"
 
 
+FIX_ALL_TITLE = "cudalint: fix all safely fixable problems"
+
+
 def fix_all(edit: types.TextEdit, target: Target) -> types.CodeAction:
-    return types.CodeAction(title="cudalint: fix all safely fixable problems", kind=FIX_ALL,
-                            edit=target.edit([edit]))
+    return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL, edit=target.edit([edit]))
+
+
+def fix_all_unresolved(target: Target) -> types.CodeAction:
+    """Fix-all without its edit (a fix of the whole file): the client asks for it
+    (codeAction/resolve) when the user picks the action."""
+    return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL,
+                            data={"uri": target.uri, "version": target.version})
+
+
+def unresolved(action: types.CodeAction) -> tuple[str | None, int | None]:
+    """The document and version of an action `fix_all_unresolved` made; (None, None) for
+    another."""
+    data = action.data if isinstance(action.data, dict) else {}
+    uri, version = data.get("uri"), data.get("version")
+    if action.kind != FIX_ALL or not isinstance(uri, str):
+        return None, None
+    return uri, version if isinstance(version, int) else None
 
 
 def wanted(kind: str, only: Sequence[str] | None) -> bool:

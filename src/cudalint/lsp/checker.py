@@ -3,6 +3,7 @@ pyproject.toml (cached per folder), the rules for the path, `check_file` on the 
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -13,7 +14,6 @@ from cudalint.discovery import discover
 from cudalint.engine import project
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.context import Settings
-from cudalint.engine.outline import parse_quietly
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import BOM, lint_python
 from cudalint.engine.runner import (
@@ -135,20 +135,46 @@ def check_python_text(path: Path, text: str, found: Project, cache: UnitCache) -
     return sorted(report.findings, key=Finding.sort_key)
 
 
+def check_python_rows(path: Path, text: str, found: Project, cache: UnitCache,
+                      rows: frozenset[int]) -> list[Finding]:
+    """The findings on `rows` (1-based) of a Python buffer, each fix with its edits, as
+    `check_text(edits=True)` finds them there: the engine reads the units holding those rows
+    and what every check reads (module-level code, the units other units' aliases come
+    from). Findings elsewhere may be missing."""
+    job = _python_job(path, encode(text), found)
+    report = isolated(lambda job: _check_rows(job, cache, rows), job)
+    return sorted(report.findings, key=Finding.sort_key)
+
+
 def _check_reusing(job: Job, cache: UnitCache) -> FileReport:
     source = job.data.removeprefix(BOM)
-    try:
-        tree = parse_quietly(source)
-    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError,
-            MemoryError):  # the engine reports why
-        tree = None
+    tree = _tree(source, cache)
     plan = None if tree is None else cache.plan(
         source, tree, list(leaves(units_of(source, tree))), (job.python_rules, job.settings))
     result = lint_python(job.data, job.path, job.python_rules, job.settings,
-                         prefilter=job.prefilter, reuse=None if plan is None else plan.reuse,
-                         tree=tree)
+                         prefilter=cache.prefilter(job.prefilter),
+                         reuse=None if plan is None else plan.reuse, tree=tree)
     findings = result.findings if plan is None else cache.complete(plan, result)
     return FileReport(job.path, findings, result.text)
+
+
+def _check_rows(job: Job, cache: UnitCache, rows: frozenset[int]) -> FileReport:
+    source = job.data.removeprefix(BOM)
+    tree = _tree(source, cache)
+    skip = None if tree is None else cache.elsewhere(
+        source, tree, list(leaves(units_of(source, tree))), rows)
+    result = lint_python(job.data, job.path, job.python_rules, job.settings,
+                         prefilter=cache.prefilter(job.prefilter), want_edits=True,
+                         reuse=skip, tree=tree)
+    return FileReport(job.path, result.findings, result.text)
+
+
+def _tree(source: bytes, cache: UnitCache) -> ast.Module | None:
+    try:
+        return cache.reparser.parse(source)
+    except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError,
+            MemoryError):  # the engine reports why
+        return None
 
 
 def _python_job(path: Path, data: bytes, found: Project) -> Job:

@@ -100,7 +100,8 @@ def _document_sync(server: LanguageServer, linter: Linter) -> None:
 
 def _code_actions(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
-                    types.CodeActionOptions(code_action_kinds=list(actions.KINDS)))
+                    types.CodeActionOptions(code_action_kinds=list(actions.KINDS),
+                                            resolve_provider=True))
     async def code_action(params: types.CodeActionParams) -> list[types.CodeAction]:
         """The actions of the document's current version, from that version's diagnostics and
         fixes; none when the document changes while they are made (they would be wrong)."""
@@ -115,20 +116,43 @@ def _code_actions(server: LanguageServer, linter: Linter) -> None:
         target = actions.Target(uri, version, _document_changes(server))
         only = params.context.only
         found: list[types.CodeAction] = []
-        if actions.wanted(types.CodeActionKind.QuickFix, only) \
-                and _asked(params, diagnostics, version):
-            # The published diagnostics hold no edits: a full check of this version makes them.
-            actionable = await linter.actionable(document)
+        asked = _asked(params, diagnostics, version)
+        if actions.wanted(types.CodeActionKind.QuickFix, only) and asked:
+            # The published diagnostics hold no edits: a check of the units holding the
+            # asked-about rows of this version makes them.
+            rows = _rows([params.range, *(d.range for d in asked)])
+            actionable = await linter.actionable(document, rows)
             if actionable is None or document.version != version:
                 return []
             found = [action for d in _asked(params, actionable, version)
                      for action in actions.quick_fixes(d, target)]
         if actions.wanted(actions.FIX_ALL, only) and any(map(actions.has_safe_fix, diagnostics)):
-            fixed = await linter.fixed_text(document)
-            if fixed is None or document.version != version:
-                return []
-            found.extend(_fix_all(fixed[0], document.source, linter.encoding, target))
+            if _resolves_edits(server):  # the whole file's fixes, once the user picks it
+                found.append(actions.fix_all_unresolved(target))
+            else:
+                fixed = await linter.fixed_text(document)
+                if fixed is None or document.version != version:
+                    return []
+                found.extend(_fix_all(fixed[0], document.source, linter.encoding, target))
         return [a for a in actions.deduplicated(found) if actions.wanted(a.kind or "", only)]
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def resolve(action: types.CodeAction) -> types.CodeAction:
+        """Fix-all's edit, for the version it was offered for (none once the document has
+        changed: the client then applies nothing)."""
+        uri, version = actions.unresolved(action)
+        if uri is None or uri not in server.workspace.text_documents:
+            return action
+        document = server.workspace.get_text_document(uri)
+        if document.version != version:
+            return action
+        fixed = await linter.fixed_text(document)
+        if fixed is None or document.version != version:
+            return action
+        target = actions.Target(uri, version, _document_changes(server))
+        for made in _fix_all(fixed[0], document.source, linter.encoding, target):
+            action.edit = made.edit
+        return action
 
 
 def _asked(params: types.CodeActionParams, diagnostics: list[types.Diagnostic],
@@ -148,6 +172,20 @@ def _fix_all(fixed: str | None, text: str, encoding: str, target: actions.Target
     lines = split_lines(text)
     whole = types.Range(start=types.Position(line=0, character=0), end=end_of(lines, encoding))
     return [actions.fix_all(types.TextEdit(range=whole, new_text=fixed), target)]
+
+
+def _rows(ranges: list[types.Range]) -> frozenset[int]:
+    """The 1-based rows the ranges touch."""
+    return frozenset(row for where in ranges
+                     for row in range(where.start.line + 1, where.end.line + 2))
+
+
+def _resolves_edits(server: LanguageServer) -> bool:
+    """Whether the client asks for an action's edit when the user picks it (codeAction/resolve)."""
+    document = server.client_capabilities.text_document
+    action = document.code_action if document else None
+    support = action.resolve_support if action else None
+    return bool(support and "edit" in support.properties and action and action.data_support)
 
 
 def _watches_files(server: LanguageServer) -> bool:

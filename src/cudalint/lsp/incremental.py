@@ -6,11 +6,13 @@ those findings to where their unit now starts. Only the worker thread uses a cac
 from __future__ import annotations
 
 import ast
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from cudalint.engine.prefilter import Prefilter
 from cudalint.finding import Finding, Position
+from cudalint.lsp.reparse import Reparser
 from cudalint.lsp.unit_keys import Facts, Keys, Unit, facts_of, layout
 
 Entry = tuple[Finding, ...]  # a unit's findings, row 1 being the unit's first line
@@ -42,10 +44,13 @@ class Plan:
 
 
 class UnitCache:
-    """The known findings of one document's leaf units."""
+    """The known findings of one document's leaf units; its last `ast` tree (`reparser`) and
+    the first pass's answers about its units' texts (`prefilter`)."""
 
     def __init__(self, special: frozenset[str]) -> None:
         self.special = special  # names a fix may call, whatever the unit mentions
+        self.reparser = Reparser()
+        self._prefilter: RememberingPrefilter | None = None
         self._scope: Hashable = None
         self._entries: dict[tuple[bytes, bytes], Entry] = {}
         self._facts: dict[bytes, Facts] = {}
@@ -95,6 +100,24 @@ class UnitCache:
         self._entries = entries
         return sorted(findings, key=Finding.sort_key)
 
+    def elsewhere(self, data: bytes, tree: ast.Module, units: Sequence[Unit],
+                  rows: frozenset[int]) -> Callable[[Unit], bool]:
+        """The engine's `reuse=` for a check of `rows` alone: True for a unit that holds none
+        of them, and that no other unit's check needs walked (`Facts.reaching`). The cache is
+        neither read nor changed."""
+        lines = data.splitlines()
+        found = layout(lines, tree)
+        skipped = {unit.first for unit in units if unit.first in found.units
+                   and not any(unit.first <= row <= unit.last for row in rows)
+                   and not self._facts_of(unit, found.units[unit.first][0], lines).reaching}
+        return lambda unit: unit.first in skipped
+
+    def prefilter(self, prefilter: Prefilter) -> Prefilter:
+        """`prefilter`, remembering its answers from one check to the next."""
+        if self._prefilter is None or not self._prefilter.same_terms(prefilter):
+            self._prefilter = RememberingPrefilter.of(prefilter)
+        return self._prefilter
+
     def _facts_of(self, unit: Unit, node: ast.stmt, lines: Sequence[bytes]) -> Facts:
         known = self._facts.get(unit.text)
         return known if known is not None else facts_of(node, unit.text, lines)
@@ -112,3 +135,49 @@ def _moved(entry: Sequence[Finding], rows: int) -> list[Finding]:
 def _down(where: Position, rows: int) -> Position:
     return Position(where.row + rows, where.column)
 
+
+
+@dataclass(frozen=True, eq=False)
+class RememberingPrefilter(Prefilter):
+    """A prefilter that remembers whether each function's text names a term: the first pass
+    asks about every unit of the document on every check, and an edit changes one or two.
+    The answer depends on the text alone (`node` is that text as `ast` reads it, `first`
+    where it starts). `within` (the terms a version names) remembers its answers too, as long
+    as the versions name the same terms."""
+
+    answers: dict[bytes, bool] = field(default_factory=dict, compare=False, repr=False)
+    narrowed: dict[Terms, RememberingPrefilter] = field(default_factory=dict, compare=False,
+                                                        repr=False)
+
+    @classmethod
+    def of(cls, prefilter: Prefilter) -> RememberingPrefilter:
+        return cls(prefilter.substrings, prefilter.words, prefilter.calls, prefilter._all_calls)
+
+    def same_terms(self, other: Prefilter) -> bool:
+        return _terms(self) == _terms(other)
+
+    def within(self, data: bytes) -> Prefilter | None:
+        found = super().within(data)
+        if found is None:
+            return None
+        terms = _terms(found)
+        if terms not in self.narrowed:
+            self.narrowed.clear()
+            self.narrowed[terms] = RememberingPrefilter.of(found)
+        return self.narrowed[terms]
+
+    def matches_code(self, text: bytes, node: ast.stmt, first: int) -> bool:
+        known = self.answers.get(text)
+        if known is None:
+            if len(self.answers) > _REMEMBERED:  # texts of versions long gone
+                self.answers.clear()
+            known = self.answers[text] = super().matches_code(text, node, first)
+        return known
+
+
+Terms = tuple[tuple[bytes, ...], frozenset[bytes], frozenset[bytes]]
+_REMEMBERED = 20_000
+
+
+def _terms(prefilter: Prefilter) -> Terms:
+    return prefilter.substrings, prefilter.words, prefilter.calls

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -19,6 +21,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from cudalint.config import ConfigError
+from cudalint.engine.python import BOM
 from cudalint.kinds import FileKind
 from cudalint.lsp import checker
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
@@ -31,9 +34,16 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Diagnostics = list[types.Diagnostic]
+Rows = frozenset[int]  # 1-based rows of a document
+# Diagnostics with their actions' edits, made by reading the units that hold some rows (None:
+# the whole document): other rows' diagnostics may be missing.
+Actionable = tuple[Rows | None, Diagnostics]
 # What the worker makes of a version: its diagnostics (published; their fixes without edits),
 # the same with each fix's and noqa comment's edits (for code actions), its fix-all text.
 CHECK, ACTIONS, FIX = "check", "actions", "fix"
+# The cyclic garbage collector's thresholds once the server has loaded its rules (the default
+# is 700, 10, 10): see _settle_memory.
+GC_THRESHOLDS = (20_000, 20, 20)
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,7 @@ class Snapshot:
     roots: tuple[Path, ...]
     encoding: str
     generation: int  # which configuration it was taken under
+    rows: Rows | None = None  # what a check for code actions must cover (None: everything)
 
 
 class Linter:
@@ -58,17 +69,26 @@ class Linter:
         self.projects = checker.Projects()
         self.scheduler = Scheduler()
         self._diagnostics: Results[Diagnostics] = Results()
-        self._actionable: Results[Diagnostics] = Results()
+        self._actionable: Results[Actionable] = Results()
+        self._action_rows: dict[str, tuple[int | None, Rows | None]] = {}  # asked, by version
         self._fixed: Results[str | None] = Results()
         # Each open document's unit findings: read and written by the worker only.
         self._units: dict[str, UnitCache] = {}
         self._asked: dict[tuple[str, str], tuple[int | None, int]] = {}
+        self._edited: dict[str, float] = {}  # when each document last changed (monotonic)
         self._generation = 0
 
     # --- on the event loop --------------------------------------------------------------
     def changed(self, uri: str, delay: float = 0.0) -> None:
         """Publish the diagnostics of the document's current version, checked after `delay`
-        (the debounce) unless that version's are known."""
+        (the debounce) unless that version's are known. The debounce has a leading edge: a
+        change to a document still for `delay` is checked at once, the next changes of a burst
+        wait until the document has been still that long (a burst costs two checks at most:
+        a check under way is never interrupted, and a waiting one is replaced)."""
+        now = time.monotonic()
+        if now - self._edited.get(uri, -delay) >= delay:
+            delay = 0.0
+        self._edited[uri] = now
         document = self.server.workspace.get_text_document(uri)
         for results in (self._diagnostics, self._actionable, self._fixed):
             results.supersede(uri, document.version)
@@ -92,11 +112,30 @@ class Linter:
         found = await self._result(CHECK, self._diagnostics, document)
         return None if found is None else found[0]
 
-    async def actionable(self, document: TextDocument) -> Diagnostics | None:
-        """The diagnostics of the document's current version with the edits of their actions,
-        from a full check of that version; None when a newer version came meanwhile."""
-        found = await self._result(ACTIONS, self._actionable, document)
-        return None if found is None else found[0]
+    async def actionable(self, document: TextDocument, rows: Rows | None = None,
+                         ) -> Diagnostics | None:
+        """The diagnostics on `rows` (None: all) of the document's current version with the
+        edits of their actions, from a check of that version that reads the units holding
+        those rows; None when a newer version came meanwhile. A request asks for the rows of
+        the previous ones too, so a check it replaces is never missed."""
+        uri, version = document.uri, document.version
+        for _ in range(_TRIES):
+            known = self._actionable.get(uri, version)
+            if known is not None and _covers(known[0][0], rows):
+                return known[0][1]
+            wanted = _union(rows, known[0][0] if known else frozenset())
+            asked = self._action_rows.get(uri)
+            if asked is not None and asked[0] == version:
+                wanted = _union(wanted, asked[1])
+            self._action_rows[uri] = (version, wanted)
+            waiting = self._actionable.wait(uri, version)
+            self._ask(ACTIONS, replace(self._snapshot(document), rows=wanted), 0.0)
+            found = await waiting
+            if found is None:
+                return None
+            if _covers(found[0][0], rows):
+                return found[0][1]
+        return None
 
     async def fixed_text(self, document: TextDocument) -> tuple[str | None] | None:
         """`(text,)`: the current version with every safe fix applied (text None: nothing to
@@ -110,6 +149,8 @@ class Linter:
     def close(self, uri: str) -> None:
         self.forget(uri)
         self._units.pop(uri, None)
+        self._edited.pop(uri, None)
+        self._action_rows.pop(uri, None)
 
     def reset(self) -> None:
         """The configuration changed: forget it and every result made under it."""
@@ -119,6 +160,7 @@ class Linter:
             results.clear()
         self._units.clear()
         self._asked.clear()
+        self._action_rows.clear()
 
     def stop(self) -> None:
         self.scheduler.stop()
@@ -127,10 +169,10 @@ class Linter:
         """Load the rules and the workspace's configuration now, while the editor waits for
         `initialize`, rather than in the first document's check."""
         roots = self._roots()
-        if not roots:
-            return
-        with contextlib.suppress(ConfigError):  # each document's check reports it
-            self.projects.for_path(roots[0] / "__init__.py", roots)
+        if roots:
+            with contextlib.suppress(ConfigError):  # each document's check reports it
+                self.projects.for_path(roots[0] / "__init__.py", roots)
+        _settle_memory()
 
     @property
     def encoding(self) -> str:
@@ -175,7 +217,7 @@ class Linter:
             return
         diagnostics: Diagnostics = result if isinstance(result, list) else []
         if what == ACTIONS:
-            self._actionable.put(uri, version, diagnostics)
+            self._actionable.put(uri, version, (snapshot.rows, diagnostics))
             return
         self._diagnostics.put(uri, version, diagnostics)
         if self.server.workspace.get_text_document(uri).version == version:
@@ -224,14 +266,23 @@ class Linter:
             return [message_diagnostic(f"cudalint: {error}")]
         if project.excludes(path, kind):
             return []
-        if kind is FileKind.PYTHON and not actions:
+        if kind is FileKind.PYTHON and not (actions and snapshot.rows is None):
             units = self._units.setdefault(snapshot.uri, UnitCache(checker.fix_names()))
-            findings = checker.check_python_text(path, snapshot.text, project, units)
+            findings = (checker.check_python_rows(path, snapshot.text, project, units,
+                                                  snapshot.rows) if snapshot.rows is not None
+                        else checker.check_python_text(path, snapshot.text, project, units))
         else:
             findings = checker.check_text(path, kind, snapshot.text, project, edits=actions)
-        noqa = Noqa(snapshot.text, kind)
+        noqa = Noqa(snapshot.text, kind, self._statements(snapshot) if actions else None)
         return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version,
                               actions=actions) for finding in findings]
+
+    def _statements(self, snapshot: Snapshot) -> list[tuple[int, int]] | None:
+        """The rows of each top-level statement of a Python document, from its tree."""
+        units = self._units.get(snapshot.uri)
+        if units is None or snapshot.kind is not FileKind.PYTHON:
+            return None
+        return units.reparser.statements(checker.encode(snapshot.text).removeprefix(BOM))
 
     def _fix(self, snapshot: Snapshot) -> str | None:
         if snapshot.kind is not FileKind.PYTHON:
@@ -244,3 +295,24 @@ class Linter:
         except Exception:  # a rule's bug costs fix-all, not the other actions
             logger.exception("fixing %s failed", snapshot.uri)
             return None
+
+
+def _settle_memory() -> None:
+    """What is loaded by now (the rules, their tables) lives as long as the server: the cyclic
+    garbage collector stops scanning it, and runs less often. A check makes hundreds of
+    thousands of short-lived objects (syntax trees without cycles, freed by reference
+    counting); with the default thresholds their collection took a quarter of an edit's check."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+_TRIES = 3  # requests for other rows of the same version can replace a check three times
+
+
+def _covers(known: Rows | None, rows: Rows | None) -> bool:
+    return known is None or (rows is not None and rows <= known)
+
+
+def _union(first: Rows | None, second: Rows | None) -> Rows | None:
+    return None if first is None or second is None else first | second

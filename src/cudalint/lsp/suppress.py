@@ -4,9 +4,11 @@ last row; in a Dockerfile, the comment line above the instruction)."""
 
 from __future__ import annotations
 
+import bisect
 import io
 import re
 import tokenize
+from collections.abc import Sequence
 
 from cudalint.finding import Edit, Finding, Position
 from cudalint.formats import dockerfile
@@ -19,13 +21,22 @@ _NOQA_CODES = re.compile(r"#\s*noqa:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9
 _NO_COMMENTS = frozenset({FileKind.CUDA_SOURCE, FileKind.SHARED_LIBRARY, FileKind.NOTEBOOK})
 
 
-class Noqa:
-    """The noqa edits of one text, which is split and tokenized once for all its findings."""
+Tokens = tuple[set[int] | None, dict[int, int]]  # see _line_ends
 
-    def __init__(self, text: str, kind: FileKind) -> None:
+
+class Noqa:
+    """The noqa edits of one text, which is split once for all its findings, and tokenized
+    once; with `statements` (the first and last rows of each top-level statement of a Python
+    text, in order), only the statements that hold a finding are tokenized (each starts where
+    the tokenizer is at the top level, so its tokens are those of the whole text)."""
+
+    def __init__(self, text: str, kind: FileKind,
+                 statements: Sequence[tuple[int, int]] | None = None) -> None:
         self.text, self.kind = text, kind
         self.lines = split_lines(text)
-        self._tokens: tuple[set[int] | None, dict[int, int]] | None = None
+        self._statements = statements
+        self._starts = [first for first, _ in statements or ()]
+        self._tokens: dict[tuple[int, int], Tokens] = {}  # by the rows tokenized
 
     def edit(self, finding: Finding) -> Edit | None:
         """The edit that silences `finding` with a noqa comment, or None where none can."""
@@ -45,9 +56,7 @@ class Noqa:
         """The first of the finding's rows that a comment can end (not inside a multi-line
         string, not continued by a backslash), and where that row's comment starts (None: it
         has none)."""
-        if self._tokens is None:
-            self._tokens = _line_ends(self.text)
-        ends, comments = self._tokens
+        ends, comments = self._tokens_at(finding.location.row)
         if ends is None:
             return finding.location.row, 0
         for row in (finding.location.row, finding.end_location.row):
@@ -55,18 +64,29 @@ class Noqa:
                 return row, comments.get(row)
         return None, None
 
+    def _tokens_at(self, row: int) -> Tokens:
+        """The tokens of the statement holding `row`, or of the whole text."""
+        index = bisect.bisect_right(self._starts, row) - 1
+        span = self._statements[index] if self._statements and index >= 0 else None
+        first, last = span if span is not None and row <= span[1] else (1, len(self.lines))
+        if (first, last) not in self._tokens:
+            whole = (first, last) == (1, len(self.lines))
+            text = self.text if whole else "\n".join(self.lines[first - 1:last]) + "\n"
+            self._tokens[first, last] = _line_ends(text, first - 1)
+        return self._tokens[first, last]
 
-def _line_ends(text: str) -> tuple[set[int] | None, dict[int, int]]:
-    """Rows whose end the tokenizer sees (NEWLINE/NL), and the column of each row's comment;
-    None when the text does not tokenize."""
+
+def _line_ends(text: str, below: int = 0) -> Tokens:
+    """Rows whose end the tokenizer sees (NEWLINE/NL), and the column of each row's comment,
+    the text's first row being row `below + 1`; None when the text does not tokenize."""
     ends: set[int] = set()
     comments: dict[int, int] = {}
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type in (tokenize.NEWLINE, tokenize.NL):
-                ends.add(token.start[0])
+                ends.add(token.start[0] + below)
             elif token.type == tokenize.COMMENT:
-                comments[token.start[0]] = token.start[1]
+                comments[token.start[0] + below] = token.start[1]
     except (tokenize.TokenError, SyntaxError):
         return None, {}
     return ends, comments

@@ -15,6 +15,7 @@ and the words a rule looks for in the whole module. A comment, a blank line, a n
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import re
 import unicodedata
@@ -144,46 +145,47 @@ def _attribute_targets(targets: Iterable[ast.expr]) -> Iterable[ast.Attribute]:
 
 
 class Keys:
-    """The key of each leaf unit of one version of a module."""
+    """The key of each leaf unit of one version of a module. What several keys hold (the
+    statements other units and the module level assign or import) is hashed once."""
 
     def __init__(self, found: Layout, facts: Mapping[int, Facts], data: bytes,
                  special: frozenset[str]) -> None:
         self.layout, self.facts, self.special = found, facts, special
         outside = b"\0".join(text for _, text in found.outside)
-        self._common = (hashlib.blake2b(outside, digest_size=16).digest(),
-                        tuple(word in data for word in FILE_WORDS))
+        self._common = (_digest(outside), tuple(word in data for word in FILE_WORDS))
+        self._outside_lines = sorted(line for line, _ in found.outside)
+        self._assigns = [(line, targets, _digest(text)) for line, targets, text in found.assigns]
         self._assigned: dict[str, list[bytes]] = {}
+        self._attributes: dict[int, list[tuple[str, bytes]]] = {}  # by id of the class
         for first in sorted(facts):
             for name, statement in facts[first].assigns:
-                self._assigned.setdefault(name, []).append(statement)
-        self._imports = [(first, facts[first].imports) for first in sorted(facts)
-                         if facts[first].imports]
+                self._assigned.setdefault(name, []).append(_digest(statement))
+            owner = found.units[first][1]
+            if owner is not None:
+                self._attributes.setdefault(id(owner), []).extend(
+                    (attr, _digest(text)) for attr, text in facts[first].attributes)
+        self._imports = [(first, _digest(b"\0".join(facts[first].imports)))
+                         for first in sorted(facts) if facts[first].imports]
 
     def key(self, first: int) -> bytes:
         owner = self.layout.units[first][1]
         names = self.facts[first].names | self.special
         parts = (
             self._common,
-            sum(1 for line, _ in self.layout.outside if line < first),
-            [(line < first, text) for line, targets, text in self.layout.assigns
+            bisect.bisect_left(self._outside_lines, first),  # statements outside above it
+            [(line < first, text) for line, targets, text in self._assigns
              if not targets.isdisjoint(names)],
             sorted(text for name in names for text in self._assigned.get(name, ())),
-            self._class_attributes(owner, names),
+            sorted(text for attr, text in self._attributes.get(id(owner), ()) if attr in names)
+            if owner is not None else [],
             [(line < first, imports) for line, imports in self._imports if line != first],
             sorted(self.layout.top_names & names),
         )
-        return hashlib.blake2b(repr(parts).encode(), digest_size=16).digest()
+        return _digest(repr(parts).encode())
 
-    def _class_attributes(self, owner: ast.ClassDef | None,
-                          names: frozenset[str]) -> list[bytes]:
-        if owner is None:
-            return []
-        found: list[bytes] = []
-        for first, (_, unit_owner) in self.layout.units.items():
-            if unit_owner is owner:
-                found.extend(text for attr, text in self.facts[first].attributes
-                             if attr in names)
-        return sorted(found)
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _start(node: ast.stmt) -> int:

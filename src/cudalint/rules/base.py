@@ -56,9 +56,11 @@ class Rule:
     # The other severities an unguarded finding may have when it depends on the site (the call,
     # the package, the variable); tests/rules/test_examples.py holds the examples to them.
     site_severities: ClassVar[tuple[Severity, ...]] = ()
-    # Substrings, one of which a file must contain for the rule to have anything to find.
-    # Used to skip parsing files that no enabled rule could report on.
-    keywords: ClassVar[tuple[str, ...]] = ("cuda",)
+    # What a file must contain for the rule to have anything to find: one of the substrings
+    # `keywords` or the whole identifiers `words` (`cuda` is a word: `x.cuda()`, `"cuda:0"`,
+    # `torch.cuda`, but not `is_cuda`). Used to skip parsing what no enabled rule could report on.
+    keywords: ClassVar[tuple[str, ...]] = ()
+    words: ClassVar[frozenset[str]] = frozenset()
     VALID: ClassVar[tuple[Valid | str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
     # A code may be read from several file kinds by several classes (CUD501: a FileRule for
@@ -72,10 +74,10 @@ class Rule:
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
         """What a file, or a function, must name for the rule to find anything there
-        (cudalint.engine.prefilter): `keywords` by default. Rules override this to be precise
-        (whole identifiers, names that only count where called) or when the names depend on
-        the project or the target torch."""
-        return Terms(cls.keywords)
+        (cudalint.engine.prefilter): `keywords` and `words` by default. Rules override this
+        to be precise (names that only count where called) or when the names depend on the
+        project or the target torch."""
+        return Terms(cls.keywords, cls.words)
 
     @classmethod
     def severities(cls) -> tuple[Severity, ...]:

@@ -75,7 +75,7 @@ class CudaOnlyMixedPrecision(ApiUseRule):
     name = "cuda-only-mixed-precision"
     message = "CUDA-only mixed precision"
     severity = Severity.WARNING
-    keywords = ("cuda",)
+    words = frozenset({"cuda"})
     VALID = (
         "with torch.autocast(device_type=device.type):\n    pass\n",
         "with torch.autocast('cpu', dtype=torch.bfloat16):\n    pass\n",

@@ -42,7 +42,8 @@ class CudaBackendFlag(PythonRule):
     name = "cuda-backend-flag"
     message = "CUDA backend flag"
     severity = Severity.INFO
-    keywords = ("cudnn", "cuda")
+    keywords = ("cudnn",)
+    words = frozenset({"cuda"})
     VALID = (
         "if torch.backends.cudnn.is_available():\n    pass\n",
         "old = torch.backends.cudnn.benchmark\n",

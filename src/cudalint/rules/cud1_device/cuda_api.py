@@ -59,7 +59,7 @@ class PortableCudaCall(ApiUseRule):
     message = "`torch.cuda` call with a portable equivalent"
     severity = Severity.ERROR
     site_severities = (Severity.WARNING, Severity.INFO)
-    keywords = ("cuda",)
+    words = frozenset({"cuda"})
     VALID = (
         "if torch.cuda.is_available():\n    pass\n",
         "from cudalint.device import synchronize\nsynchronize()\n",

@@ -55,7 +55,8 @@ class CudaOnlyApi(ApiUseRule):
     message = "CUDA-only torch API"
     severity = Severity.ERROR
     site_severities = (Severity.WARNING, Severity.INFO)
-    keywords = ("cuda", "CUDA")
+    keywords = ("CUDA",)
+    words = frozenset({"cuda"})
     VALID = (
         "ok = torch.cuda.is_available()\n",
         "try:\n    run()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",

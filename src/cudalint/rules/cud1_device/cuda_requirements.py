@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cudalint.engine.guards import (
+    PROBE_TERMS,
     is_cuda_absence,
     is_cuda_probe,
     last_statement,
@@ -40,7 +41,8 @@ class CudaRequired(PythonRule):
     code = "CUD112"
     name = "cuda-required"
     message = "Hard CUDA requirement stops the program on a Mac"
-    keywords = ("cuda",)
+    keywords = PROBE_TERMS
+    words = frozenset({"cuda"})
     VALID = (
         "if not torch.cuda.is_available():\n    device = 'cpu'\n",
         "assert x.device == y.device\n",

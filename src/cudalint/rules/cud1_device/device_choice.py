@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 
 from cudalint.engine import traversal
-from cudalint.engine.guards import is_cuda_absence, is_cuda_probe, names_cuda_flag
+from cudalint.engine.guards import (
+    PROBE_TERMS,
+    is_cuda_absence,
+    is_cuda_probe,
+    names_cuda_flag,
+)
 from cudalint.engine.traversal import find_all
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
@@ -158,7 +163,8 @@ class CudaOrCpuChoice(PythonRule):
     name = "cuda-or-cpu-choice"
     message = "Device choice between CUDA and CPU skips MPS"
     severity = Severity.WARNING
-    keywords = ("is_available", "cuda")
+    keywords = ("is_available", *PROBE_TERMS)
+    words = frozenset({"cuda"})
     VALID = (
         "device = 'mps' if torch.backends.mps.is_available() else 'cpu'\n",
         "device = ('cuda' if torch.cuda.is_available() else\n"

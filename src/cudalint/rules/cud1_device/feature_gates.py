@@ -57,7 +57,7 @@ class CudaFeatureGate(PythonRule):
     name = "cuda-feature-gate"
     message = "Feature gated on a CUDA device is switched off on MPS"
     severity = Severity.WARNING
-    keywords = ("cuda",)
+    words = frozenset({"cuda"})
     VALID = (
         "if device.type == 'cuda':\n    torch.cuda.synchronize()\n",
         "if 'cuda' in args.device:\n    scaler = torch.cuda.amp.GradScaler()\n",

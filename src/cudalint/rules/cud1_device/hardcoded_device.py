@@ -64,7 +64,7 @@ class HardcodedCudaDevice(TracksAssignments):
     code = "CUD101"
     name = "hardcoded-cuda-device"
     message = "Hard-coded CUDA device"
-    keywords = ("cuda",)
+    words = frozenset({"cuda"})
     VALID = (
         'print("moving the model to cuda:0")\n',
         'logger.info("device: cuda")\n',

@@ -49,7 +49,7 @@ class ImportTimeCudaCall(ApiUseRule):
     name = "cuda-call-at-import"
     message = "CUDA call at import time"
     severity = Severity.ERROR
-    keywords = ("cuda",)
+    words = frozenset({"cuda"})
     VALID = (
         "import torch\nN = torch.cuda.device_count()\n",
         "import torch\nOK = torch.cuda.is_available()\n",

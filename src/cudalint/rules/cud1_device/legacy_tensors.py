@@ -64,7 +64,7 @@ class LegacyCudaTensorType(ApiUseRule):
     name = "legacy-cuda-tensor-type"
     message = "Legacy CUDA tensor type"
     severity = Severity.ERROR
-    keywords = ("cuda",)
+    words = frozenset({"cuda"})
     VALID = (
         "x = torch.FloatTensor([1.0])\n",
         "x = torch.tensor([1.0], dtype=torch.float32, device=device)\n",

@@ -40,8 +40,9 @@ def _kernels() -> tuple[_Kernel, ...]:
     )
 
 
-def _keywords() -> tuple[str, ...]:
-    """Import roots, except that torch's own entries key on their library (`jiterator`)."""
+def _words() -> tuple[str, ...]:
+    """Import roots, except that torch's own entries key on their library (`jiterator`):
+    whole words (`triton`, not `triton_helpers`)."""
     roots = {c.split(".")[0] for k in _kernels() for c in k.calls}
     libraries = {k.library.rsplit(".", 1)[-1] for k in _kernels()
                  if any(c.startswith("torch.") for c in k.calls)}
@@ -88,7 +89,7 @@ class InlineGpuKernel(PythonRule):
     code = "CUD303"
     name = "inline-gpu-kernel"
     message = "a GPU kernel compiled for CUDA"
-    keywords = _keywords()
+    words = frozenset(_words())
     VALID = (
         "import numba\n@numba.njit(parallel=True)\ndef f(x):\n    return x\n",
         "import triton\ngrid = (triton.cdiv(n, 128),)\n",
