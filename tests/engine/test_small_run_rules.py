@@ -38,3 +38,17 @@ def test_a_few_files_together_choose_the_rules_of_all_of_them(tmp_path, capsys, 
     assert "CUD102" in chosen and "CUD701" in chosen
     monkeypatch.setattr(runner, "_SMALL_RUN", 0)
     assert chosen == _json(capsys, *files)
+
+
+def test_a_fixing_run_imports_every_rule(tmp_path):
+    """A fix writes text (`pick_device(0)`) that a rule the file did not name may read."""
+    from cudalint.engine.runner import RunOptions, _read_small_run
+    from cudalint.engine.settings import Settings
+    from cudalint.kinds import FileKind
+
+    (tmp_path / "a.py").write_text("import torch\nx = torch.ones(2).cuda()\n")
+    files = [(tmp_path / "a.py", FileKind.PYTHON, Settings())]
+    read = _read_small_run(files, RunOptions())
+    assert read is not None and read[tmp_path / "a.py"][0].startswith(b"import torch")
+    assert _read_small_run(files, RunOptions(fix=True)) is None
+    assert _read_small_run(files, RunOptions(diff=True)) is None

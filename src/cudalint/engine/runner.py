@@ -167,7 +167,8 @@ def run(
 
 # A run of at most this many Python files reads them first and imports only the rules whose
 # terms they name (most of a small check's start-up is importing rules); each file is
-# checked from that reading.
+# checked from that reading. Not when fixing: a fix writes text (`pick_device(0)`) that
+# another rule's terms may name.
 _SMALL_RUN = 16
 
 
@@ -175,7 +176,8 @@ def _read_small_run(files: Sequence[PendingFile],
                     options: RunOptions) -> dict[Path, tuple[bytes, Status | None]] | None:
     """Each file's content, and its status taken before the read (for the cache), for a
     small run of Python files; None for any other run."""
-    if len(files) > _SMALL_RUN or any(kind is not FileKind.PYTHON for _, kind, _ in files):
+    if (len(files) > _SMALL_RUN or options.fix or options.diff
+            or any(kind is not FileKind.PYTHON for _, kind, _ in files)):
         return None
     read = {}
     for path, kind, _settings in files:
