@@ -228,11 +228,11 @@ def _prepare(folder: Path) -> None:
 
 def _write(path: Path, data: bytes) -> None:
     """Through a temporary file and a rename: a concurrent run reads the old file or the new
-    one, never half of one. No fsync: a damaged entry is only a miss."""
-    import tempfile  # only when something is stored: a run that only replays writes nothing
-
+    one, never half of one. No fsync: a damaged entry is only a miss. (Not tempfile, which
+    imports shutil and random: a replayed run may record a status.)"""
     path.parent.mkdir(exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as file:
             file.write(data)
