@@ -21,10 +21,14 @@ _SMALL = ("import torch\n\nmodel = torch.nn.Linear(4, 2).cuda()\n"
           "x = torch.zeros(3, device='cuda:0')\n")
 # (packaging.version is light, and read when a rule picks the MPS table for the target torch.)
 _NEVER_WHEN_PIPED = ("rich", "yaml", "elftools", "libcst.matchers", "packaging.requirements",
-                     "packaging.markers", "cudalint.rules.cud4_pins.conda", "pathspec")
+                     "packaging.markers", "cudalint.rules.cud4_pins.conda", "pathspec",
+                     "shutil")
+# (tomllib: the project has no pyproject.toml, and a replayed run reads no data table)
 _NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_device",
                       "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
-                      "rich", "packaging", "pathspec")
+                      "rich", "packaging", "pathspec", "cudalint.engine.pool",
+                      "cudalint.engine.prefilter", "cudalint.runtime.helper", "shutil",
+                      "tomllib")
 
 
 def _imported(folder: Path, *args: str) -> tuple[str, set[str]]:
@@ -48,6 +52,29 @@ def test_a_small_file_piped_imports_nothing_heavy(tmp_path, output_format):
     assert "CUD102" in out  # it was checked, with LibCST
     assert "libcst" in modules
     assert _packages(modules, _NEVER_WHEN_PIPED) == []
+
+
+def test_a_python_file_imports_no_parser_and_no_rule_module_of_other_kinds(tmp_path):
+    """The parsers of scripts, requirements, TOML or YAML files, and the rule modules that
+    read only such files, stay unimported while only Python files are checked (a module that
+    also holds a PythonRule is imported; it loads a parser once it meets what needs one)."""
+    from cudalint.rules import index
+
+    python_modules = {e["module"] for e in index.entries() if "python" in e["kinds"]}
+    others = tuple({e["module"] for e in index.entries()} - python_modules)
+    assert "cudalint.rules.cud6_mps.float64" in python_modules
+    (tmp_path / "small.py").write_text(_SMALL)
+    (tmp_path / "train.py").write_text("import os\n\nimport torch\n\n"
+                                       "x = torch.ones(2, dtype=torch.float64)\n"
+                                       "print(os.getcwd(), x.device)\n")
+    out, modules = _imported(tmp_path, "--no-cache", "--output-format", "concise", ".")
+    assert "CUD102" in out
+    assert others and _packages(modules, others) == []
+    assert _packages(modules, ("cudalint.formats", "cudalint.engine.notebook",
+                               "packaging")) == []
+    # a small run imports the rules its files name the terms of: train.py names float64
+    assert "cudalint.rules.cud6_mps.float64" in modules
+    assert "cudalint.rules.cud7_distributed.nccl" not in modules
 
 
 def test_a_run_replayed_from_the_cache_imports_no_rule_and_no_libcst(tmp_path):

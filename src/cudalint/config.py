@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
+from cudalint.data import toml
 
 # The torch a project is assumed to support when neither `target-torch` nor its own files
 # (requirements, pyproject, setup.py/cfg, environment.yml) say: a fixed version, never the
@@ -129,6 +124,7 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
         return Config(root=start.resolve() if start.is_dir() else start.resolve().parent)
     if not path.is_file():
         raise ConfigError(f"{path}: no such configuration file")
+    tomllib = toml()
     try:
         document = tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as error:

@@ -26,6 +26,13 @@ class FileKind(str, enum.Enum):
     SHARED_LIBRARY = "shared-library"  # *.so, *.so.N
 
 
+# The kinds formats/scripts.py reads commands from; a script rule also reads notebooks (the
+# notebook checker passes their shell lines as SHELL). Here, so that a rule module names its
+# kinds without importing the script parsers, which a check of Python files never needs.
+SCRIPT_KINDS = frozenset({FileKind.SHELL, FileKind.MAKEFILE, FileKind.DOCKERFILE})
+SCRIPT_RULE_KINDS = frozenset({*SCRIPT_KINDS, FileKind.NOTEBOOK})
+
+
 # (kind, glob on the file name); the first match wins.
 _NAME_PATTERNS: tuple[tuple[FileKind, str], ...] = (
     (FileKind.PYTHON, "*.py"),

@@ -97,11 +97,25 @@ def test_other_rules_or_settings_are_other_entries(project, capsys):
     assert "train.py" not in ignored
 
 
-def test_damaged_entries_are_misses(project, capsys):
-    fresh = _check(capsys, "--output-format", "json")
-    for entry in (project / FOLDER).glob("*/*.json"):
-        entry.write_text("{not json")
-    assert _check(capsys, "--output-format", "json") == fresh
+@pytest.mark.parametrize("damage", ["index", "texts", "entries"])
+def test_damaged_entries_are_misses(project, capsys, damage):
+    fresh = _check(capsys, "--output-format", "full")
+    folder = project / FOLDER
+    texts = list(folder.glob("text/*.txt"))
+    assert texts and len(list(folder.glob("index-*.json"))) == 1
+    if damage == "texts":
+        for text in texts:
+            text.unlink()
+    for index in folder.glob("index-*.json"):
+        if damage == "index":
+            index.write_text("{not json")
+        elif damage == "entries":
+            loaded = json.loads(index.read_text())
+            for entry in loaded["files"].values():
+                entry["findings"] = [{"code": 1}] if entry["findings"] else "x"
+            index.write_text(json.dumps(loaded))
+    assert _check(capsys, "--output-format", "full") == fresh
+    assert _check(capsys, "--output-format", "full") == fresh  # stored again
 
 
 def test_no_cache_from_the_environment(project, capsys, monkeypatch):
@@ -130,3 +144,96 @@ def test_a_new_target_torch_is_a_new_entry(project, capsys):
         outputs.append([f["message"] for f in json.loads(cached[1])
                         if f["filename"].endswith("ops.py")])
     assert outputs[0] != outputs[1]
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    """Files count as settled at once (in use, only those changed 2 s before they are read)."""
+    from cudalint.engine import cache
+
+    monkeypatch.setattr(cache, "_SETTLED_NS", -10**12)
+
+
+def _reads(monkeypatch) -> list[str]:
+    """The names of the files read from now on."""
+    from cudalint.engine import reader
+
+    names: list[str] = []
+    read = reader.read_regular
+
+    def counted(path, limit):
+        names.append(Path(path).name)
+        return read(path, limit)
+
+    monkeypatch.setattr(reader, "read_regular", counted)
+    from cudalint.engine import project as project_module
+    from cudalint.engine import runner
+
+    monkeypatch.setattr(runner, "read_regular", counted)
+    monkeypatch.setattr(project_module, "read_regular", counted)
+    return names
+
+
+def test_an_unchanged_file_is_not_read_again(project, capsys, monkeypatch, settled):
+    fresh = _check(capsys, "--output-format", "full")
+    reads = _reads(monkeypatch)
+    assert _check(capsys, "--output-format", "full") == fresh
+    # (requirements.txt is read for the project's torch pin, as every run reads it)
+    assert not set(reads) & {"train.py", "clean.py", "broken.py", "helpers.py"}
+
+
+def test_a_file_changed_just_now_is_read_and_hashed_every_time(project, capsys, monkeypatch):
+    fresh = _check(capsys, "--output-format", "concise")
+    reads = _reads(monkeypatch)
+    assert _check(capsys, "--output-format", "concise") == fresh
+    assert {"train.py", "clean.py", "helpers.py"} <= set(reads)
+
+
+def test_an_edit_that_keeps_the_size_and_the_modification_time_is_seen(project, capsys,
+                                                                       settled):
+    """Editing sets the change time (ctime), which no program can set back."""
+    import os
+    import time
+
+    first = _check(capsys, "--output-format", "concise")
+    assert "clean.py" not in first[1]
+    clean = project / "clean.py"
+    before = clean.stat()
+    edited = "import os\n\n\ndef f(m):\n    return m.cuda() #\n"
+    assert len(edited) == before.st_size
+    time.sleep(0.05)  # past the file system's clock tick
+    clean.write_text(edited)
+    os.utime(clean, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (clean.stat().st_size, clean.stat().st_mtime_ns) == (before.st_size,
+                                                                before.st_mtime_ns)
+    second = _check(capsys, "--output-format", "concise")
+    assert "clean.py:5:" in second[1]
+    assert second == _check(capsys, "--output-format", "concise", "--no-cache")
+
+
+def test_two_runs_sharing_the_cache_keep_each_others_entries(project, capsys, monkeypatch):
+    """A run saves its index merged with what another run saved after it read it."""
+    from cudalint.engine import cache as cache_module
+
+    _check(capsys, "--output-format", "json")
+    opened = []
+    real_open = cache_module.Cache.open
+
+    def open_and_keep(*args, **kwargs):
+        opened.append(real_open(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(cache_module.Cache, "open", open_and_keep)
+    (project / "a.py").write_text("import torch\nx = torch.ones(1).cuda()\n")
+    (project / "b.py").write_text("import torch\ny = torch.zeros(1).cuda()\n")
+    main(["check", "--output-format", "json", "a.py"])  # run 1: reads the index, saves a.py
+    main(["check", "--output-format", "json", "b.py"])  # run 2: saves b.py
+    stale = opened[0]
+    stale.put(project / "a.py", stale.changed[str(project / "a.py")])
+    stale.save()  # run 1 saves again, after run 2
+    index = next((project / FOLDER).glob("index-*.json"))
+    files = json.loads(index.read_text())["files"]
+    assert {str(project / name) for name in ("a.py", "b.py", "train.py")} <= set(files)
+    capsys.readouterr()
+    fresh = _check(capsys, "--output-format", "json", "--no-cache")
+    assert _check(capsys, "--output-format", "json") == fresh

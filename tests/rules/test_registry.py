@@ -69,3 +69,19 @@ def test_the_rules_of_some_kinds_are_those_of_the_whole_registry():
         chosen = for_kinds(kinds)
         assert [r for r in chosen if r in reading] == reading  # each one, in the same order
     assert set(for_kinds(list(FileKind))) == set(all_rules())
+
+
+def test_a_small_run_imports_every_rule_that_reports_on_its_files():
+    """A run of a few Python files imports only the rules whose terms they name (the rule
+    index keeps the terms): each rule's own invalid examples name them."""
+    from cudalint.rules import for_kinds
+
+    for rule in all_rules():
+        if not issubclass(rule, PythonRule):
+            continue
+        for example in rule.INVALID:
+            if example.path.endswith(".py"):
+                chosen = for_kinds([FileKind.PYTHON], [example.code.encode()])
+                assert rule in chosen, (rule.code, example.code)
+    assert for_kinds([FileKind.PYTHON], [b"import os\n"]) == tuple(
+        r for r in for_kinds([FileKind.PYTHON]) if r.settings_terms)

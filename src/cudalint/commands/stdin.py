@@ -33,7 +33,9 @@ def check(name: Path | None, config: Config, options: RunOptions) -> FileReport:
     if kind is None or (options.force_exclude and name is not None
                         and is_excluded(name, kind, config)):
         return _unchecked(path, data, options)
-    enabled = rules_for(path, selected_rules(config, options, [kind]), config)
+    # only the rules it can concern (not when fixing: see runner._SMALL_RUN)
+    texts = [data] if kind is FileKind.PYTHON and not (options.fix or options.diff) else None
+    enabled = rules_for(path, selected_rules(config, options, [kind], texts), config)
     settings = project.settings_for(config)
     if name is not None:  # as in the editor: the project's own helper only where it exists
         settings = project.file_settings(settings, config, path, kind, existing_only=True)

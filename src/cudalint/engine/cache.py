@@ -1,9 +1,21 @@
-"""The lint cache, as ruff's: `.cudalint_cache/` at the project root, one entry per checked file.
+"""The lint cache, as ruff's: `.cudalint_cache/` at the project root.
 
-An entry is found by a key over everything that changes a file's findings: its content, path
-and kind, cudalint itself (version and installed files), the rules enabled for it, the
-settings, and whether fix edits are wanted. Entries are JSON (a cache committed by a hostile
-repository cannot run code) and written atomically, so two runs may share the folder.
+One index per configuration, `index-<hash>.json`: the hash is over what every file of a run
+shares (cudalint's version and installed files, the rule selection and per-file ignores, the
+size limits, whether fix edits are wanted). The index maps each checked file's absolute path
+to its last check: the SHA-256 of its content and the key over that, its kind and its settings
+(the key of record: a lookup hits only on an equal key), the findings, and the file's status
+(size, modification and change times, inode) when it was hashed. A file whose status is
+unchanged is not read again: its content is the one hashed. Editing a file sets its change
+time (`ctime`) to the current time, and no program can set it back, so an edit that keeps the
+size and restores the modification time still shows; a status is recorded only for a file
+changed more than `_SETTLED_NS` before it was read, so an edit in the same clock tick as the
+read cannot hide either. The text of a file with findings (for source excerpts) is kept apart,
+`text/<key>.txt`, and read only for those files.
+
+Everything is JSON (a cache committed by a hostile repository cannot run code) and written
+through a temporary file and a rename, so two runs may share the folder: a run that saves the
+index merges what another saved meanwhile, and the worst a race costs is a file checked again.
 Only lint results are cached, never a `--fix` or `--diff` run.
 """
 
@@ -13,8 +25,9 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,12 +45,71 @@ CACHE_DIR_ENV = "CUDALINT_CACHE_DIR"
 _TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
         "# This file is a cache directory tag created by cudalint.\n"
         "# For information about cache directory tags see https://bford.info/cachedir/\n")
+_FORMAT = 2  # the layout of an index; another one is simply not found
+_SETTLED_NS = 2_000_000_000  # the coarsest file-time granularity (FAT) and a clock skew margin
+_KEPT_INDEXES = 8  # configurations kept; the index written longest ago goes first
+
+Status = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, device
 
 
 @dataclass(frozen=True)
-class Cache:
+class Snapshot:
+    """A file's content as the cache knows it, read or vouched for by an unchanged status."""
+
+    digest: str  # SHA-256 of the content
+    facts: Any  # what the caller learnt from the content (JSON), e.g. the tree scan's
+    status: Status | None  # None: changed too recently to stand for the content
+
+    @classmethod
+    def of(cls, data: bytes, facts: Any, status: Status | None) -> Snapshot:
+        return cls(hashlib.sha256(data).hexdigest(), facts, status)
+
+
+@dataclass(frozen=True)
+class Store:
+    """What a worker needs to make an index entry for a file it checked (small, picklable)."""
+
     folder: Path
-    salt: str  # the part of every key that is the same for the whole run
+    salt: str
+
+    def key(self, path: Path, kind: FileKind, settings: Settings, digest: str) -> str:
+        head = "\0".join((self.salt, os.path.abspath(path), kind.value, _settings(settings),
+                          digest))
+        return hashlib.sha256(head.encode()).hexdigest()
+
+    def entry(self, path: Path, kind: FileKind, settings: Settings, snapshot: Snapshot,
+              findings: Sequence[Finding], text: str | None) -> dict[str, Any] | None:
+        """The index entry of a check of `snapshot`'s content (its text written beside the
+        index when it has findings), or None when it cannot be replayed."""
+        if any(f.path != path for f in findings):
+            return None  # a finding about another file: not ours to replay
+        key = self.key(path, kind, settings, snapshot.digest)
+        kept_text = bool(findings) and text is not None
+        if kept_text and text is not None:
+            try:
+                _write(self._text(key), text.encode("utf-8", "surrogatepass"))
+            except OSError:
+                return None  # a read-only or full disk costs speed, never the run
+        return {"key": key, "digest": snapshot.digest, "status": snapshot.status,
+                "facts": snapshot.facts, "findings": [_plain(f) for f in findings],
+                "text": kept_text}
+
+    def text(self, key: str) -> str:
+        return self._text(key).read_bytes().decode("utf-8", "surrogatepass")
+
+    def _text(self, key: str) -> Path:
+        return self.folder / "text" / f"{key}.txt"
+
+
+@dataclass
+class Cache:
+    """The index of one configuration, in the run's own process."""
+
+    store: Store
+    index: Path
+    files: dict[str, dict[str, Any]]
+    changed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _snapshots: dict[Path, Snapshot | None] = field(default_factory=dict)
 
     @classmethod
     def open(cls, root: Path, want_edits: bool, selection: object) -> Cache | None:
@@ -50,35 +122,100 @@ class Cache:
             _prepare(folder)
         except OSError:
             return None
-        salt = json.dumps([cudalint.__version__, _installed_files(), want_edits, selection],
-                          default=repr)
-        return cls(folder, salt)
+        salt = json.dumps([_FORMAT, cudalint.__version__, _installed_files(), want_edits,
+                           selection], default=repr)
+        name = hashlib.sha256(salt.encode()).hexdigest()[:24]
+        index = folder / f"index-{name}.json"
+        return cls(Store(folder, salt), index, _read_index(index, salt))
 
-    def key(self, path: Path, kind: FileKind, settings: Settings, data: bytes) -> str:
-        head = "\0".join((self.salt, os.path.abspath(path), kind.value, _settings(settings)))
-        return hashlib.sha256(head.encode() + b"\0" + data).hexdigest()
+    def snapshot(self, path: Path, read: Callable[[Path], bytes],
+                 facts: Callable[[bytes], Any]) -> Snapshot | None:
+        """The file's digest and facts: from the index when its status is unchanged, else
+        from `read` (None when that raises: the check reports why). Once per path a run."""
+        if path not in self._snapshots:
+            self._snapshots[path] = self._take(path, read, facts)
+        return self._snapshots[path]
 
-    def load(self, key: str, path: Path) -> tuple[list[Finding], str | None] | None:
-        """The findings and text of an entry, or None when there is none (or it is damaged)."""
+    def _take(self, path: Path, read: Callable[[Path], bytes],
+              facts: Callable[[bytes], Any]) -> Snapshot | None:
+        known = self.files.get(os.path.abspath(path))
+        status = file_status(path)
+        if status is not None and known is not None and _status(known) == status:
+            return Snapshot(known["digest"], known["facts"], status)
+        from cudalint.engine.reader import ReadError
+
         try:
-            entry = json.loads(self._entry(key).read_bytes())
-            return [_finding(item, path) for item in entry["findings"]], entry["text"]
-        except (OSError, ValueError, KeyError, TypeError):
+            data = read(path)
+        except (ReadError, OSError):
             return None
+        return Snapshot.of(data, facts(data), status)
 
-    def store(self, key: str, path: Path, findings: Sequence[Finding], text: str | None) -> None:
-        if any(f.path != path for f in findings):
-            return  # a finding about another file: not ours to replay
-        entry = {"findings": [_plain(f) for f in findings], "text": text if findings else None}
-        target = self._entry(key)
+    def load(self, path: Path, kind: FileKind, settings: Settings,
+             snapshot: Snapshot) -> tuple[list[Finding], str | None] | None:
+        """The findings and text of the file's last check, or None when it has none for this
+        content, kind and settings (or it is damaged)."""
+        entry = self.files.get(os.path.abspath(path))
+        if entry is None or entry.get("key") != self.store.key(path, kind, settings,
+                                                               snapshot.digest):
+            return None
         try:
-            target.parent.mkdir(exist_ok=True)
-            _write(target, json.dumps(entry).encode())
-        except OSError:
-            return  # a read-only or full disk costs speed, never the run
+            findings = [_finding(item, path) for item in entry["findings"]]
+            text = self.store.text(entry["key"]) if entry["text"] else None
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+        if entry.get("status") != (None if snapshot.status is None else list(snapshot.status)):
+            self.put(path, {**entry, "status": snapshot.status})  # now settled: record it
+        return findings, text
 
-    def _entry(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key[2:]}.json"
+    def put(self, path: Path, entry: dict[str, Any]) -> None:
+        self.changed[os.path.abspath(path)] = entry
+
+    def save(self) -> None:
+        """Write the index when this run changed it, merged with what another run saved
+        since it was read; entries of files that no longer exist are dropped."""
+        if not self.changed:
+            return
+        files = {**self.files, **_read_index(self.index, self.store.salt)}
+        files = {path: entry for path, entry in files.items() if os.path.exists(path)}
+        files.update(self.changed)
+        with contextlib.suppress(OSError):  # a read-only or full disk costs speed only
+            _write(self.index, json.dumps({"salt": self.store.salt, "files": files}).encode())
+            _forget_old_indexes(self.store.folder)
+
+
+def file_status(path: Path) -> Status | None:
+    """The status that stands for a file's content, or None when it was changed too
+    recently (or cannot be read): see the module's docstring."""
+    now = time.time_ns()
+    try:
+        s = os.stat(path)
+    except OSError:
+        return None
+    if s.st_ctime_ns > now - _SETTLED_NS or s.st_mtime_ns > now - _SETTLED_NS:
+        return None
+    return s.st_size, s.st_mtime_ns, s.st_ctime_ns, s.st_ino, s.st_dev
+
+
+def _status(entry: dict[str, Any]) -> Status | None:
+    status = entry.get("status")
+    return None if status is None else tuple(status)  # type: ignore[return-value]
+
+
+def _read_index(index: Path, salt: str) -> dict[str, dict[str, Any]]:
+    try:
+        loaded = json.loads(index.read_bytes())
+        if loaded["salt"] == salt and isinstance(loaded["files"], dict):
+            files: dict[str, dict[str, Any]] = loaded["files"]
+            return files
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return {}
+
+
+def _forget_old_indexes(folder: Path) -> None:
+    indexes = sorted(folder.glob("index-*.json"), key=lambda p: p.stat().st_mtime_ns)
+    for old in indexes[:-_KEPT_INDEXES]:
+        old.unlink(missing_ok=True)
 
 
 def _prepare(folder: Path) -> None:
@@ -90,11 +227,12 @@ def _prepare(folder: Path) -> None:
 
 
 def _write(path: Path, data: bytes) -> None:
-    """Through a temporary file and a rename: a concurrent run reads the old entry or the new
-    one, never half of one. No fsync: a damaged entry is only a miss."""
-    import tempfile  # only when something is stored: a run that only replays writes nothing
-
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
+    """Through a temporary file and a rename: a concurrent run reads the old file or the new
+    one, never half of one. No fsync: a damaged entry is only a miss. (Not tempfile, which
+    imports shutil and random: a replayed run may record a status.)"""
+    path.parent.mkdir(exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(handle, "wb") as file:
             file.write(data)

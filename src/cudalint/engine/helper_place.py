@@ -56,15 +56,14 @@ def _place(folder: Path, *, notebook: bool) -> HelperPlace:
     return HelperPlace(module, home / f"{name}.py")
 
 
+@lru_cache(maxsize=1024)  # the folders of one package share their parents' answers
 def _top_package(folder: Path) -> Path | None:
     """The outermost folder of the package `folder` is in (folders with `__init__.py`)."""
-    top = None
-    while (folder / "__init__.py").is_file():
-        top = folder
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    return top
+    if not (folder / "__init__.py").is_file():
+        return None
+    if folder.parent == folder:
+        return folder
+    return _top_package(folder.parent) or folder
 
 
 def _free_name(home: Path) -> str:

@@ -16,6 +16,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ class Prefilter:
     substrings: tuple[bytes, ...]
     words: frozenset[bytes] = frozenset()
     calls: frozenset[bytes] = frozenset()
-    _called: re.Pattern[bytes] | None = field(default=None, compare=False, repr=False)
+    # every call of the rules (`within` narrows `calls`): the one pattern `_called` compiles
+    _all_calls: frozenset[bytes] = field(default=frozenset(), compare=False, repr=False)
 
     @classmethod
     def for_rules(cls, rules: Iterable[type[Rule]], settings: Settings) -> Prefilter:
@@ -79,8 +81,7 @@ class Prefilter:
             words.update(w.encode() for w in terms.words)
             calls.update(c.encode() for c in terms.calls)
         calls -= words
-        called = re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(calls))) if calls else None
-        return cls(tuple(substrings), frozenset(words), frozenset(calls), called)
+        return cls(tuple(substrings), frozenset(words), frozenset(calls), frozenset(calls))
 
     def within(self, data: bytes) -> Prefilter | None:
         """This pre-filter with only the terms `data` names (a part of `data` can name no
@@ -90,7 +91,7 @@ class Prefilter:
         words, calls = self.words & found, self.calls & found
         if not substrings and not words and not calls:
             return None
-        return Prefilter(substrings, frozenset(words), frozenset(calls), self._called)
+        return Prefilter(substrings, frozenset(words), frozenset(calls), self._all_calls)
 
     def matches(self, data: bytes) -> bool:
         """`data` names a term, wherever (a call's name counts anywhere)."""
@@ -113,9 +114,16 @@ class Prefilter:
         found = set(_IDENTIFIER.findall(code))
         if not self.words.isdisjoint(found):
             return True
-        if self._called is None or self.calls.isdisjoint(found):
+        if self.calls.isdisjoint(found):
             return False
-        return b"import" in code or self._called.search(code) is not None
+        return b"import" in code or _called(self._all_calls or self.calls).search(code) is not None
+
+
+@lru_cache(maxsize=4)
+def _called(calls: frozenset[bytes]) -> re.Pattern[bytes]:
+    """A call of one of `calls`; compiled when a function first needs it (an alternation of
+    the operator table's names: milliseconds a small check need not spend)."""
+    return re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(calls)))
 
 
 _last: tuple[tuple[type[Rule], ...], Settings, Prefilter] | None = None

@@ -4,18 +4,13 @@ as CUDA-only libraries, as ruff's known-first-party) and its compiled CUDA exten
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version
+from cudalint.data import toml
 from cudalint.engine.helper_place import helper_place, is_helper_copy
 from cudalint.engine.reader import ReadError, read_regular, read_text
 from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
@@ -52,22 +47,38 @@ class TreeFacts:
     helper_copies: frozenset[Path] = frozenset()  # copies of the device helper
 
 
-def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int) -> TreeFacts:
+def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
+              facts_of: Callable[[Path], Sequence[bool] | None] | None = None) -> TreeFacts:
     """A plain text scan of the Python files (of at most `limit` bytes), far cheaper than
-    parsing them."""
+    parsing them. `facts_of` gives a file's `file_facts` (None: unreadable) where the lint
+    cache knows them; without it each file is read."""
     own, copies = False, set()
     for path, kind in found:
         if kind is not FileKind.PYTHON:
             continue
-        try:
-            data = read_regular(path, limit)
-        except ReadError:  # reported when the file is checked
+        facts = facts_of(path) if facts_of is not None else _read_facts(path, limit)
+        if facts is None:  # reported when the file is checked
             continue
-        if is_helper_copy(data):
+        helper_copy, cuda_method = facts
+        if helper_copy:
             copies.add(path)
-        elif not own and b"def" in data and _CUDA_METHOD.search(data):
-            own = True
+        own = own or cuda_method
     return TreeFacts(own, frozenset(copies))
+
+
+def file_facts(data: bytes) -> tuple[bool, bool]:
+    """What the tree scan learns from a Python file: whether it is a copy of the device
+    helper, and whether it defines a `cuda` method."""
+    if is_helper_copy(data):
+        return True, False
+    return False, b"def" in data and _CUDA_METHOD.search(data) is not None
+
+
+def _read_facts(path: Path, limit: int) -> tuple[bool, bool] | None:
+    try:
+        return file_facts(read_regular(path, limit))
+    except ReadError:
+        return None
 
 
 def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind, *,
@@ -128,8 +139,12 @@ def extension_modules(root: Path) -> frozenset[str]:
 
 def pyproject_names(root: Path) -> frozenset[str]:
     """The import name of the project's own distribution (`flash-attn` -> `flash_attn`)."""
+    text = read_text(root / "pyproject.toml")
+    if text is None:
+        return frozenset()
+    tomllib = toml()
     try:
-        document = tomllib.loads(read_text(root / "pyproject.toml") or "")
+        document = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError):
         return frozenset()
     names = [_get(document, "project", "name"), _get(document, "tool", "poetry", "name")]

@@ -7,21 +7,21 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, Selection
 from cudalint.discovery import discover
 from cudalint.engine import project
-from cudalint.engine.cache import Cache
-from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.cache import Cache, Snapshot, Status, Store, file_status
 from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
 from cudalint.engine.settings import Settings
 from cudalint.finding import Finding, error_finding
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.runtime.helper import write_helper
 
 if TYPE_CHECKING:
+    from cudalint.engine.prefilter import Prefilter
     from cudalint.rules.base import FileRule, PythonRule, Rule
 
 
@@ -38,7 +38,7 @@ class RunOptions:
     ignore: list[str] | None = None
     extend_select: list[str] = field(default_factory=list)
     cache: bool = False  # read and write the project's lint cache (the CLI does by default)
-    lint_cache: Cache | None = None  # that cache, opened by `run`
+    lint_cache: Store | None = None  # where the workers record their checks, set by `run`
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # the configuration's, set by `run`
     max_memory: int = DEFAULT_MAX_MEMORY  # the configuration's, set by `run`
 
@@ -55,6 +55,7 @@ class FileReport:
     fixed_data: bytes | None = None  # with RunOptions.in_memory: the fixed file, not written
     helper: Path | None = None  # the standalone helper the fixed file imports
     helper_written: bool = False  # this run wrote that helper
+    cache_entry: dict[str, Any] | None = None  # the lint cache's record of this check
 
 
 @dataclass
@@ -88,13 +89,14 @@ def checker_for(kind: FileKind) -> Checker:
 
 # The engine sits below the rules: the registry (which imports every rule module) is loaded
 # when a run selects its rules, never by importing the engine.
-def selected_rules(config: Config, options: RunOptions,
-                   kinds: Iterable[FileKind] | None = None) -> tuple[type[Rule], ...]:
+def selected_rules(config: Config, options: RunOptions, kinds: Iterable[FileKind] | None = None,
+                   texts: Sequence[bytes] | None = None) -> tuple[type[Rule], ...]:
     """The rules enabled; with `kinds`, only those that read files of these kinds are
-    imported and returned (every rule reads at least one kind)."""
+    imported and returned (every rule reads at least one kind); with `texts` too (every file
+    to check, all Python), only those whose terms one of them names (rules/index.py)."""
     from cudalint import rules as registry
 
-    candidates = None if kinds is None else registry.for_kinds(kinds)
+    candidates = None if kinds is None else registry.for_kinds(kinds, texts)
     return registry.select(_sources(config, options), candidates)
 
 
@@ -109,7 +111,8 @@ def _selection(config: Config, options: RunOptions) -> object:
     imported by a run that only replays (the cache's fingerprint of cudalint's own files
     stands for the rules each selector names)."""
     per_file = sorted((glob, sorted(codes)) for glob, codes in config.per_file_ignores.items())
-    return [_sources(config, options), per_file, str(config.root)]
+    return [_sources(config, options), per_file, str(config.root), config.max_file_size,
+            config.max_memory]
 
 
 Progress = Callable[[int, int], None]  # called with (files done, files in all) after each
@@ -124,20 +127,24 @@ def run(
     options = replace(options, max_file_size=config.max_file_size, max_memory=config.max_memory)
     unreadable: list[tuple[Path, str]] = []
     found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable)
-    tree = project.scan_tree(found, config.max_file_size)
+    lint_cache = _open_cache(config, options)
+    tree = project.scan_tree(found, config.max_file_size,
+                             None if lint_cache is None else _cached_facts(lint_cache, options))
     if tree.own_cuda_method:
         settings = replace(settings, own_cuda_method=True)
     files = [(path, kind, project.file_settings(settings, config, path, kind))
              for path, kind in found if path not in tree.helper_copies]
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
-    if options.cache and not (options.fix or options.diff):
-        options = replace(options, lint_cache=Cache.open(
-            config.root, options.want_edits, _selection(config, options)))
-    if options.lint_cache is not None:
-        replayed, files = replay(options.lint_cache, files, options)
+    if lint_cache is not None:
+        options = replace(options, lint_cache=lint_cache.store)
+        replayed, files = replay(lint_cache, files, options)
         reports += replayed
-    enabled = selected_rules(config, options, {kind for _, kind, _ in files}) if files else ()
-    tasks = [(path, kind, rules_for(path, enabled, config), file_settings, options)
+    read = _read_small_run(files, options)
+    texts = None if read is None else [data for data, _status in read.values()]
+    enabled = (selected_rules(config, options, {kind for _, kind, _ in files}, texts)
+               if files else ())
+    tasks = [(path, kind, rules_for(path, enabled, config), file_settings, options,
+              *(read or {}).get(path, ()))
              for path, kind, file_settings in files]
     counted = None if progress is None else (lambda done: progress(done, len(tasks)))
     try:
@@ -150,11 +157,63 @@ def run(
         raise
     if options.fix and not options.diff:
         write_helpers(reports)
+    if lint_cache is not None:
+        for report in reports:
+            if report.cache_entry is not None:
+                lint_cache.put(report.path, report.cache_entry)
+        lint_cache.save()
     return sorted(reports, key=lambda report: report.path)
+
+
+# A run of at most this many Python files reads them first and imports only the rules whose
+# terms they name (most of a small check's start-up is importing rules); each file is
+# checked from that reading. Not when fixing: a fix writes text (`pick_device(0)`) that
+# another rule's terms may name.
+_SMALL_RUN = 16
+
+
+def _read_small_run(files: Sequence[PendingFile],
+                    options: RunOptions) -> dict[Path, tuple[bytes, Status | None]] | None:
+    """Each file's content, and its status taken before the read (for the cache), for a
+    small run of Python files; None for any other run."""
+    if (len(files) > _SMALL_RUN or options.fix or options.diff
+            or any(kind is not FileKind.PYTHON for _, kind, _ in files)):
+        return None
+    read = {}
+    for path, kind, _settings in files:
+        status = file_status(path) if options.lint_cache is not None else None
+        try:
+            read[path] = (_read(path, kind, options), status)
+        except ReadError:  # the check reports why
+            continue
+    return read
+
+
+def _open_cache(config: Config, options: RunOptions) -> Cache | None:
+    if not options.cache or options.fix or options.diff:
+        return None
+    return Cache.open(config.root, options.want_edits, _selection(config, options))
+
+
+def _cached_facts(cache: Cache, options: RunOptions) -> Callable[[Path], Any]:
+    """The tree scan's facts of a Python file, through the cache: a file whose status is
+    unchanged is not read, and one read is not read again to be looked up."""
+    def facts(path: Path) -> Any:
+        snapshot = cache.snapshot(path, partial(_read_sized, kind=FileKind.PYTHON,
+                                                options=options), partial(_facts, FileKind.PYTHON))
+        return None if snapshot is None else snapshot.facts
+
+    return facts
+
+
+def _facts(kind: FileKind, data: bytes) -> Any:
+    return project.file_facts(data) if kind is FileKind.PYTHON else None
 
 
 def write_helpers(reports: Sequence[FileReport]) -> None:
     """Write the standalone helper where fixed files now import it and it is missing."""
+    from cudalint.runtime.helper import write_helper  # only after --fix
+
     for report in reports:
         if report.helper is None or report.helper.exists():
             continue
@@ -186,7 +245,8 @@ def _usable_cores() -> int:
 
 
 if TYPE_CHECKING:
-    Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions]
+    Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions] | tuple[
+        Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions, bytes, Status | None]
 
 
 class Interrupted(Exception):
@@ -203,6 +263,8 @@ def check_all(tasks: Sequence[Task], jobs: int,
               memory_limit: int | None = None) -> list[FileReport]:
     """Each file checked on its own (in `jobs` processes, each with `memory_limit` bytes for
     its file), so they share nothing but results; a worker that dies is its file's error line."""
+    if not tasks:  # every file came from the cache
+        return []
     from cudalint.engine import pool  # multiprocessing: only when a run checks files
 
     function = _check_task if jobs < 2 else _check_in_worker
@@ -241,15 +303,19 @@ def check_file(
     settings: Settings,
     options: RunOptions,
     data: bytes | None = None,
+    status: Status | None = None,
 ) -> FileReport:
-    """Check one file (from `data` when given: an editor's unsaved buffer)."""
-    if data is None and options.lint_cache is not None:
-        return _check_and_store(options.lint_cache, path, kind, rules, settings, options)
+    """Check one file (from `data` when given: an editor's unsaved buffer, or the file as the
+    run read it, with its `status` before that read)."""
+    if options.lint_cache is not None:
+        return _check_and_store(options.lint_cache, path, kind, rules, settings, options,
+                                data, status)
     if data is None:
         try:
             data = _read(path, kind, options)
         except ReadError as error:
             return FileReport(path, [error_finding(path, str(error))])
+    from cudalint.engine.prefilter import Prefilter  # `ast`: only to check a file
     from cudalint.rules.base import FileRule, PythonRule
 
     python_rules = tuple(r for r in rules if issubclass(r, PythonRule))
@@ -267,13 +333,17 @@ def check_file(
 
 
 def _read(path: Path, kind: FileKind, options: RunOptions) -> bytes:
-    limit = options.max_file_size
-    if kind is FileKind.SHARED_LIBRARY:
-        return read_regular(path, max(limit, MAX_BINARY_SIZE))
-    data = read_regular(path, limit)
+    data = _read_sized(path, kind, options)
     if kind is FileKind.PYTHON:
         require_memory(len(data), options.max_memory)
     return data
+
+
+def _read_sized(path: Path, kind: FileKind, options: RunOptions) -> bytes:
+    limit = options.max_file_size
+    if kind is FileKind.SHARED_LIBRARY:
+        return read_regular(path, max(limit, MAX_BINARY_SIZE))
+    return read_regular(path, limit)
 
 
 def isolated(checker: Checker, job: Job) -> FileReport:
@@ -298,16 +368,14 @@ def replay(cache: Cache, files: Sequence[PendingFile],
            options: RunOptions) -> tuple[list[FileReport], list[PendingFile]]:
     """The reports the cache holds, and the files left to check. The lookups happen here, in
     the run's own process, before any rule is imported: a run whose files all hit costs a
-    read, a hash and a lookup per file, and starts no worker."""
+    status and a lookup per file (a read and a hash where the status changed), and starts no
+    worker."""
     reports, left = [], []
     for path, kind, settings in files:
-        try:
-            data = _read(path, kind, options)
-        except ReadError:  # the check reports why
-            left.append((path, kind, settings))
-            continue
-        hit = cache.load(cache.key(path, kind, settings, data), path)
-        if hit is None:
+        snapshot = cache.snapshot(path, partial(_read_sized, kind=kind, options=options),
+                                  partial(_facts, kind))
+        hit = None if snapshot is None else cache.load(path, kind, settings, snapshot)
+        if hit is None:  # a file that cannot be read is left to the check, which says why
             left.append((path, kind, settings))
         else:
             reports.append(FileReport(path, *hit))
@@ -315,33 +383,40 @@ def replay(cache: Cache, files: Sequence[PendingFile],
 
 
 def _check_and_store(
-    cache: Cache,
+    store: Store,
     path: Path,
     kind: FileKind,
     rules: Sequence[type[Rule]],
     settings: Settings,
     options: RunOptions,
+    data: bytes | None = None,
+    status: Status | None = None,
 ) -> FileReport:
-    """A file the cache did not hold (`replay`), checked and stored there."""
+    """A file the cache did not hold (`replay`), checked; its report carries the cache entry
+    for the run's process to record (its status taken before the content is read)."""
     uncached = replace(options, lint_cache=None)
-    try:
-        data = _read(path, kind, options)
-    except ReadError:
-        return check_file(path, kind, rules, settings, uncached)  # reports why
+    if data is None:
+        status = file_status(path)
+        try:
+            data = _read(path, kind, options)
+        except ReadError:
+            return check_file(path, kind, rules, settings, uncached)  # reports why
     report = check_file(path, kind, rules, settings, uncached, data)
-    cache.store(cache.key(path, kind, settings, data), path, report.findings, report.text)
+    snapshot = Snapshot.of(data, _facts(kind, data), status)
+    report.cache_entry = store.entry(path, kind, settings, snapshot, report.findings,
+                                     report.text)
     return report
 
 
 def check_python(job: Job) -> FileReport:
-    from cudalint.engine.autofix import FixError, fix_python  # LibCST: only to check a file
-    from cudalint.engine.python import lint_python
-
     options = job.options
     if not (options.fix or options.diff):
+        from cudalint.engine.python import lint_python  # LibCST: only to check a file
+
         result = lint_python(job.data, job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter, want_edits=options.want_edits)
         return FileReport(job.path, result.findings, result.text)
+    from cudalint.engine.autofix import FixError, fix_python
     try:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)

@@ -7,17 +7,12 @@ setup.py / setup.cfg (install_requires, extras_require) and environment*.yml (co
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cudalint.data import toml
 from cudalint.engine.reader import read_text
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -108,8 +103,10 @@ def _pyproject(path: Path) -> dict[str, Any]:
     text = read_text(path)
     if text is None:
         return {}
+    tomllib = toml()
     try:
-        return tomllib.loads(text)
+        document: dict[str, Any] = tomllib.loads(text)
+        return document
     except (tomllib.TOMLDecodeError, RecursionError, ValueError):
         return {}
 

@@ -11,11 +11,9 @@ from functools import lru_cache
 
 from cudalint.formats import dockerfile, makefile
 from cudalint.formats.shell import Command, Segment, lines_of, read_script
-from cudalint.kinds import FileKind, SourceFile
+from cudalint.kinds import SCRIPT_KINDS, SCRIPT_RULE_KINDS, FileKind, SourceFile
 
-SCRIPT_KINDS = frozenset({FileKind.SHELL, FileKind.MAKEFILE, FileKind.DOCKERFILE})
-# The kinds a script rule reads: the notebook checker passes a notebook's shell lines as SHELL.
-SCRIPT_RULE_KINDS = frozenset({*SCRIPT_KINDS, FileKind.NOTEBOOK})
+__all__ = ["SCRIPT_KINDS", "SCRIPT_RULE_KINDS", "commands"]
 
 
 def commands(source: SourceFile) -> tuple[Command, ...]:

@@ -151,7 +151,7 @@ class RememberingPrefilter(Prefilter):
 
     @classmethod
     def of(cls, prefilter: Prefilter) -> RememberingPrefilter:
-        return cls(prefilter.substrings, prefilter.words, prefilter.calls, prefilter._called)
+        return cls(prefilter.substrings, prefilter.words, prefilter.calls, prefilter._all_calls)
 
     def same_terms(self, other: Prefilter) -> bool:
         return _terms(self) == _terms(other)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import functools
-import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -283,7 +283,7 @@ def shipped_versions() -> tuple[str, ...]:
     """Versions with a table, oldest first."""
     names = (p.name for p in _data_dir().iterdir() if p.name.endswith(".json"))
     versions = [n.removeprefix("torch-").removesuffix(".json") for n in names]
-    return tuple(sorted(versions, key=parse_torch_version))
+    return tuple(sorted(versions, key=release_of))
 
 
 def parse_torch_version(text: str) -> Version:
@@ -295,11 +295,23 @@ def parse_torch_version(text: str) -> Version:
         raise InvalidTorchVersion(f"invalid torch version {text!r}") from None
 
 
+_PLAIN_RELEASE = re.compile(r"\d+(?:\.\d+){0,2}")
+
+
+def release_of(text: str) -> tuple[int, int, int]:
+    """(major, minor, micro) of a version; a plain `2.13` or `2.13.0` (a check's target torch,
+    the shipped tables) without importing packaging, whose version pattern costs start-up."""
+    if _PLAIN_RELEASE.fullmatch(text):
+        major, minor, micro = (*map(int, text.split(".")), 0, 0)[:3]
+        return major, minor, micro
+    return _release(parse_torch_version(text))
+
+
 def nearest_version(requested: str) -> str:
     """The shipped table for `requested`: the same major.minor with the nearest micro (a tie
     goes to the older), else the newest older table, else the oldest one."""
-    wanted = _release(parse_torch_version(requested))
-    shipped = [(_release(parse_torch_version(v)), v) for v in shipped_versions()]
+    wanted = release_of(requested)
+    shipped = [(release_of(v), v) for v in shipped_versions()]
     same_minor = [(abs(r[2] - wanted[2]), r > wanted, v) for r, v in shipped if r[:2] == wanted[:2]]
     if same_minor:
         return min(same_minor)[2]
@@ -317,11 +329,8 @@ def installed_torch_version() -> str | None:
         return None
 
 
-@functools.lru_cache(maxsize=8)
 def _read_table(version: str) -> Mapping[str, Any]:
-    text = _data_dir().joinpath(f"torch-{version}.json").read_text(encoding="utf-8")
-    table: Mapping[str, Any] = json.loads(text)
-    return table
+    return data.load(f"mps_ops/torch-{version}.json")
 
 
 @functools.lru_cache(maxsize=16)
@@ -335,7 +344,7 @@ def load_coverage(target_torch: str | None = None) -> Coverage:
     if requested is None:
         return Coverage(_read_table(shipped_versions()[-1]), None, exact=False)
     version = nearest_version(requested)
-    exact = _release(parse_torch_version(version)) == _release(parse_torch_version(requested))
+    exact = release_of(version) == release_of(requested)
     return Coverage(_read_table(version), requested, exact)
 
 

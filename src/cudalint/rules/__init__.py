@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -33,11 +33,14 @@ def all_rules() -> tuple[type[Rule], ...]:
     return _rules_in(modules)
 
 
-def for_kinds(kinds: Iterable[FileKind]) -> tuple[type[Rule], ...]:
-    """The rules that read files of these kinds (and any others their modules define),
-    importing only those modules (rules/index.py): a run of Python files alone loads none of
-    the parsers of requirements, YAML or binaries."""
-    return _rules_in(importlib.import_module(name) for name in index.modules_for(kinds))
+def for_kinds(kinds: Iterable[FileKind],
+              texts: Sequence[bytes] | None = None) -> tuple[type[Rule], ...]:
+    """The rules that read files of these kinds, in the registry's order, importing only
+    their modules (rules/index.py): a run of Python files alone loads none of the parsers of
+    requirements, YAML or binaries. With `texts` (every file to check, all Python), only the
+    rules whose terms one of them names."""
+    return tuple(getattr(importlib.import_module(entry["module"]), entry["class"])
+                 for entry in index.entries_for(kinds, texts))
 
 
 def _rules_in(modules: Iterable[ModuleType]) -> tuple[type[Rule], ...]:

@@ -67,6 +67,9 @@ class Rule:
     # scripts, a PythonRule for `subprocess`); the others set False, and the primary one's
     # docstring documents the code.
     primary: ClassVar[bool] = True
+    # True where prefilter() reads the settings (the target torch, the project's extensions):
+    # the rule index then records no terms for it, and a run always imports it.
+    settings_terms: ClassVar[bool] = False
 
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:

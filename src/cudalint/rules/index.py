@@ -1,6 +1,8 @@
 """What the rules are, without importing them: `data/rule_index.json` lists every rule class
-(code, module, class, the file kinds it reads). A run imports only the rule modules for the
-kinds of the files it checks, and a run replayed from the cache imports none.
+(code, module, class, the file kinds it reads, and for a Python rule the terms a file must name
+for it to find anything, unless they depend on the project's settings). A run imports only the
+rule modules for the kinds of the files it checks (a small run of Python files, only those whose
+rules' terms its files name), and a run replayed from the cache imports none.
 
 The file is generated from the rule modules themselves, with the rule pages: after adding or
 changing a rule, run `python -m cudalint.docs docs/rules` (a test fails on a stale index).
@@ -9,7 +11,7 @@ changing a rule, run `python -m cudalint.docs docs/rules` (a test fails on a sta
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,11 +36,26 @@ def codes() -> frozenset[str]:
     return frozenset(entry["code"] for entry in entries())
 
 
-def modules_for(kinds: Iterable[FileKind]) -> list[str]:
-    """The rule modules with a rule that reads one of `kinds`, in the registry's order."""
+def entries_for(kinds: Iterable[FileKind],
+                texts: Sequence[bytes] | None = None) -> list[dict[str, Any]]:
+    """The entries of the rules that read one of `kinds`, in the registry's order; with
+    `texts` (the Python files to check), only those of the rules that can find something in
+    one of them (cudalint.engine.prefilter: a rule finds nothing in a file naming none of its
+    terms, and those terms change no other rule's findings there)."""
     wanted = {kind.value for kind in kinds}
-    found = [e["module"] for e in entries() if wanted.intersection(e["kinds"])]
-    return list(dict.fromkeys(found))
+    found = [e for e in entries() if wanted.intersection(e["kinds"])]
+    if texts is None:
+        return found
+    return [e for e in found if e.get("terms") is None or _named(e["terms"], texts)]
+
+
+def _named(terms: dict[str, list[str]], texts: Sequence[bytes]) -> bool:
+    from cudalint.engine.prefilter import Prefilter
+
+    prefilter = Prefilter(tuple(k.encode() for k in terms["keywords"]),
+                          frozenset(w.encode() for w in terms["words"]),
+                          frozenset(c.encode() for c in terms["calls"]))
+    return any(prefilter.matches(text) for text in texts)
 
 
 def entry_of(rule: type[Rule]) -> dict[str, Any]:
@@ -46,12 +63,32 @@ def entry_of(rule: type[Rule]) -> dict[str, Any]:
     from cudalint.rules.base import FileRule, PythonRule
 
     kinds: list[str] = []
+    entry: dict[str, Any] = {"code": rule.code, "module": rule.__module__,
+                             "class": rule.__qualname__}
     if issubclass(rule, PythonRule):
         kinds = list(_PYTHON_KINDS)
+        entry["terms"] = _static_terms(rule)
     elif issubclass(rule, FileRule):
         kinds = sorted(FileKind(kind).value for kind in rule.file_kinds)
-    return {"code": rule.code, "module": rule.__module__, "class": rule.__qualname__,
-            "kinds": kinds}
+    return {**entry, "kinds": kinds}
+
+
+def _static_terms(rule: type[Rule]) -> dict[str, list[str]] | None:
+    """The rule's prefilter terms, or None where they depend on the settings."""
+    from cudalint.engine.settings import Settings
+
+    if rule.settings_terms:
+        return None
+    plain = rule.prefilter(Settings())
+    other = rule.prefilter(Settings(helper_module="x._device", target_torch=(1, 8),
+                                    first_party=frozenset({"x"}),
+                                    extension_modules=frozenset({"x._C"}),
+                                    own_cuda_method=True))
+    if plain != other:
+        raise ValueError(f"{rule.__qualname__}.prefilter() reads the settings: set "
+                         f"settings_terms = True")
+    return {"keywords": list(plain.keywords), "words": sorted(plain.words),
+            "calls": sorted(plain.calls)}
 
 
 def generated() -> str:

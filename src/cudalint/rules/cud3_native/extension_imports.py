@@ -75,6 +75,8 @@ class CudaExtensionImport(PythonRule):
                 "m = importlib.import_module('fused_adam_cuda')\n", path="setup.py", count=3),
     )
 
+    settings_terms = True
+
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
         """The extension's own name (`_C` of `pkg._C`) stands in any file importing it; a

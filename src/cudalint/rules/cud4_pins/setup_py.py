@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cudalint.rules.base import Invalid, PythonRule
-from cudalint.rules.cud4_pins.cuda_pins import requirement_problem
 
 _SETUP = frozenset({"setuptools.setup", "distutils.core.setup", "skbuild.setup", "setup"})
 _REQUIRED = frozenset({"install_requires", "setup_requires"})
@@ -75,6 +74,9 @@ class SetupPyCudaPin(PythonRule):
                         self._check(self._strings(element.value), guarded=True)
 
     def _check(self, strings: Iterator[cst.SimpleString], *, guarded: bool) -> None:
+        # the requirement parsers: only once a setup() call names its requirements
+        from cudalint.rules.cud4_pins.cuda_pins import requirement_problem
+
         for string in strings:
             value = string.evaluated_value
             problem = requirement_problem(value) if isinstance(value, str) else None

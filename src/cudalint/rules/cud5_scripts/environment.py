@@ -10,9 +10,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cudalint.finding import Finding, Severity
-from cudalint.formats import dockerfile, makefile, scripts
-from cudalint.formats.shell import assigned
-from cudalint.kinds import FileKind, SourceFile
+from cudalint.kinds import SCRIPT_RULE_KINDS, FileKind, SourceFile
 from cudalint.rules import tables
 from cudalint.rules.base import FileRule, Invalid, PythonRule, Valid
 
@@ -108,7 +106,7 @@ class CudaEnvironmentVariable(FileRule):
     message = "CUDA environment variable"
     severity = Severity.INFO
     site_severities = (Severity.ERROR, Severity.WARNING)
-    file_kinds = frozenset({*scripts.SCRIPT_RULE_KINDS, FileKind.COMPOSE})
+    file_kinds = frozenset({*SCRIPT_RULE_KINDS, FileKind.COMPOSE})
     VALID = (
         Valid('echo "export CUDA_VISIBLE_DEVICES=0"\n# CUDA_HOME=/usr/local/cuda\n'
               "export OMP_NUM_THREADS=8\nFORCE_CUDA=0 pip install .\n", path="run.sh"),
@@ -136,6 +134,9 @@ class CudaEnvironmentVariable(FileRule):
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
+        from cudalint.formats import dockerfile, makefile, scripts  # not for Python files
+        from cudalint.formats.shell import assigned
+
         if source.kind is FileKind.COMPOSE:
             yield from self._compose(source)
             return

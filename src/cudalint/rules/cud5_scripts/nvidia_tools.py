@@ -5,14 +5,16 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.finding import Finding
-from cudalint.formats import scripts
-from cudalint.formats.shell import Command, Word, basename, program, read_command_string
-from cudalint.kinds import SourceFile
+from cudalint.kinds import SCRIPT_RULE_KINDS, SourceFile
 from cudalint.rules.base import FileRule, Invalid, PythonRule, Valid
+
+if TYPE_CHECKING:
+    from cudalint.finding import Finding
+    from cudalint.formats.shell import Command, Word
 
 _TOOLS = {
     "nvidia-smi": "`nvidia-smi` only exists where the NVIDIA driver is installed; ask PyTorch "
@@ -40,6 +42,8 @@ _PROBE = re.compile(r"nvidia|nvcc|cuda", re.IGNORECASE)
 
 def tool_words(command: Command) -> Iterator[Word]:
     """`nvidia-smi`/`nvcc` run by a command, directly or through `watch`, `srun`, ..."""
+    from cudalint.formats.shell import basename, program  # the shell parser: only for commands
+
     argv = program(command)
     if not argv:
         return
@@ -87,7 +91,7 @@ class NvidiaToolCall(FileRule):
     code = "CUD501"
     name = "nvidia-tool-call"
     message = "runs an NVIDIA command-line tool"
-    file_kinds = scripts.SCRIPT_RULE_KINDS
+    file_kinds = SCRIPT_RULE_KINDS
     VALID = (
         Valid('echo "run nvidia-smi to see the GPUs"  # nvidia-smi\n', path="run.sh"),
         Valid("if command -v nvidia-smi >/dev/null; then echo gpu; fi\nwhich nvcc\n",
@@ -109,6 +113,9 @@ class NvidiaToolCall(FileRule):
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
+        from cudalint.formats import scripts
+        from cudalint.formats.shell import basename
+
         for command in scripts.commands(source):
             for word in tool_words(command):
                 row, column = command.position(word)
@@ -181,6 +188,9 @@ class NvidiaToolSubprocess(PythonRule):
             self.report(where, _TOOLS[tool], guarded=self.ctx.is_guarded() or self._handled())
 
     def _tool_node(self, expr: cst.BaseExpression | None) -> tuple[str, cst.CSTNode] | None:
+        # the shell parser: once a subprocess call is seen
+        from cudalint.formats.shell import basename, read_command_string
+
         if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
             first = expr.elements[0].value
             value = self._template(first)

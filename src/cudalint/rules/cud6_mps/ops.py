@@ -92,6 +92,8 @@ class OpWithoutMpsKernel(PythonRule):
         ),
     )
 
+    settings_terms = True
+
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
         """A reported call names one of the table's calls that lack an MPS kernel: where it
