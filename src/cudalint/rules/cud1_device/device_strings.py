@@ -45,6 +45,8 @@ def _string_value(node: cst.CSTNode) -> str | None:
 def parse_device_string(node: cst.CSTNode) -> DeviceString | None:
     """`"cuda"`, `"cuda:0"`, `f"cuda"`, `f"cuda:{r}"`, `"cuda:%d" % r`,
     `"cuda:{}".format(r)`, `"cuda:" + str(r)`."""
+    if type(node) is cst.SimpleString and "cuda" not in node.value and "\\" not in node.value:
+        return None  # spells no CUDA device (evaluating every string of a module costs)
     value = _string_value(node)
     if value is not None:
         if value == "cuda":

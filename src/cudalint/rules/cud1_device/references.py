@@ -50,10 +50,12 @@ class ApiUseRule(PythonRule):
     Name and Attribute is looked up once for all of them, and `check_use` gets the uses."""
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._dispatch(node)
+        if type(self.ctx.parent()) is not cst.Attribute:  # else a part of a longer reference
+            self._dispatch(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        self._dispatch(node)
+        if node.value in self.ctx.aliases:  # else not an import: no torch API
+            self._dispatch(node)
 
     def _dispatch(self, node: cst.Name | cst.Attribute) -> None:
         use = self.ctx.shared("api_use", node, lambda: api_use(self.ctx, node))

@@ -50,6 +50,11 @@ def _provider(value: str) -> _Entry | None:
     return next((e for e in _entries("providers") if value in e.raw["values"]), None)
 
 
+@cache
+def _provider_names() -> tuple[str, ...]:
+    return tuple(v for e in _entries("providers") for v in e.raw["values"])
+
+
 class CudaOnlyLibraryUse(PythonRule):
     """
     ## What it does
@@ -143,6 +148,8 @@ class CudaOnlyLibraryUse(PythonRule):
             self._report(node, entry, f"`{qualified}(...)` on the CUDA backend")
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "\\" not in node.value and not any(v in node.value for v in _provider_names()):
+            return  # the literal spells no provider (evaluating every string costs)
         value = node.evaluated_value
         if not isinstance(value, str):
             return

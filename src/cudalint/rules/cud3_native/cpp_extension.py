@@ -125,7 +125,8 @@ class CudaExtensionBuild(TracksAssignments):
         self._nvcc: list[tuple[cst.CSTNode, bool]] = []
 
     def visit_Name(self, node: cst.Name) -> None:
-        if self._is_reference(node):
+        # A name that no import binds is not the imported CUDAExtension or CUDA_HOME.
+        if node.value in self.ctx.aliases and self._is_reference(node):
             self._check_reference(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
