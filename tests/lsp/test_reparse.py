@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks.training_file import training_file
 from cudalint.engine.outline import parse_quietly
+from cudalint.engine.python import too_deep
 from cudalint.lsp.reparse import Reparser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +25,7 @@ SNIPPETS = (
     "'", "@decorator\n", "else:\n", "    pass\n", "\\\n", "a = 1; b = 2\n", "def f():\n",
     "        return x.cuda()\n", "class Extra:\n    z = 1\n", "if True:\n",
     "# -*- coding: latin-1 -*-\n", "from __future__ import annotations\n", "é = 1\n", "\t",
+    "deep = " + "-" * 130 + "1\n",  # deeper than cudalint checks
 )
 
 
@@ -67,6 +69,8 @@ def replay(text: str, seed: int, steps: int) -> tuple[Reparser, int]:
         data = text.encode()
         expected = whole(data)
         assert spliced(reparser, data) == expected, f"step {step}"
+        if not expected.startswith("error"):
+            assert reparser.shallow is not too_deep(parse_quietly(data), data), f"step {step}"
         followed, parsed = parsed, not expected.startswith("error")
         followers += followed and parsed
         if parsed:
@@ -99,3 +103,17 @@ def test_typing_in_a_function_reparses_that_function_only() -> None:
     assert reparser.spliced == 1
     assert second.body[0] is first.body[0]  # the statements above were kept, not re-parsed
     assert ast.dump(second, include_attributes=True) == whole("".join(lines).encode())
+
+
+def test_a_statement_nested_too_deep_is_told_until_it_goes() -> None:
+    text = training_file(300)
+    lines = text.splitlines(keepends=True)
+    row = next(i for i, line in enumerate(lines) if line.startswith("    def forward"))
+    reparser = Reparser()
+    reparser.parse(text.encode())
+    assert reparser.shallow
+    deep = [*lines[:row + 1], "        x = " + "-" * 130 + "x\n", *lines[row + 1:]]
+    reparser.parse("".join(deep).encode())
+    assert not reparser.shallow and reparser.spliced == 1
+    reparser.parse(text.encode())
+    assert reparser.shallow and reparser.spliced == 2

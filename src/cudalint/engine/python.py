@@ -96,6 +96,11 @@ def _null_bytes_reason(data: bytes) -> str:
     return "not Python source: it contains null bytes (UTF-16 text or binary); not checked"
 
 
+def too_deep(tree: ast.AST, data: bytes) -> bool:
+    """Whether `tree` (read from `data`) is nested deeper than cudalint checks (MAX_DEPTH)."""
+    return _deeper_than(tree, MAX_DEPTH, data)
+
+
 def _deeper_than(tree: ast.AST, limit: int, data: bytes) -> bool:
     """Whether the tree is deeper than `limit`. Each level of an expression takes at least one
     character of its text (`-x`, `a.b`, `f(x)`), so an expression too short to reach the limit
@@ -136,20 +141,22 @@ def lint_python(
     sparse: bool = True,
     reuse: Callable[[Unit], bool] | None = None,
     tree: ast.Module | None = None,
+    shallow: bool = False,
 ) -> PythonResult:
     """Findings for one module; the `prefilter` of the enabled rules lets a file skip parsing,
     and (with `sparse`) lets LibCST skip the functions that name nothing the rules look for
     (cudalint.engine.sparse): `result.module` then lacks them, so `--fix` parses whole.
     `reuse(unit)`: True for a leaf unit whose findings the caller knows (an editor's earlier
     check): it is not read either, and has no findings in the result. `tree`: the file as
-    `ast` read it, when the caller has it already."""
+    `ast` read it, when the caller has it already; `shallow`: the caller found it no deeper
+    than cudalint checks (`too_deep`; an editor's check re-reads only what an edit touched)."""
     if b"\0" in data:  # UTF-16 text: the pre-filter would skip it silently
         return PythonResult([error_finding(path, _null_bytes_reason(data))])
     if prefilter is not None:
         prefilter = prefilter.within(data)  # the terms the file names: a part names no other
         if prefilter is None:
             return PythonResult([])
-    compiled = _compiled(data, path, tree)
+    compiled = tree if shallow and tree is not None else _compiled(data, path, tree)
     if isinstance(compiled, Finding):
         return PythonResult([compiled])
     tree, source = compiled, data.removeprefix(BOM)

@@ -153,7 +153,8 @@ def _check_reusing(job: Job, cache: UnitCache) -> FileReport:
         source, tree, list(leaves(units_of(source, tree))), (job.python_rules, job.settings))
     result = lint_python(job.data, job.path, job.python_rules, job.settings,
                          prefilter=cache.prefilter(job.prefilter),
-                         reuse=None if plan is None else plan.reuse, tree=tree)
+                         reuse=None if plan is None else plan.reuse, tree=tree,
+                         shallow=cache.reparser.shallow)
     findings = result.findings if plan is None else cache.complete(plan, result)
     return FileReport(job.path, findings, result.text)
 
@@ -165,7 +166,7 @@ def _check_rows(job: Job, cache: UnitCache, rows: frozenset[int]) -> FileReport:
         source, tree, list(leaves(units_of(source, tree))), rows)
     result = lint_python(job.data, job.path, job.python_rules, job.settings,
                          prefilter=cache.prefilter(job.prefilter), want_edits=True,
-                         reuse=skip, tree=tree)
+                         reuse=skip, tree=tree, shallow=cache.reparser.shallow)
     return FileReport(job.path, result.findings, result.text)
 
 

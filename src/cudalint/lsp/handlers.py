@@ -10,7 +10,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from cudalint import __version__
-from cudalint.lsp import actions, checker, lifetime
+from cudalint.lsp import actions, checker, lifetime, published
 from cudalint.lsp.diagnostics import SOURCE, data_version
 from cudalint.lsp.linter import Linter
 from cudalint.lsp.positions import end_of, overlaps, split_lines
@@ -22,7 +22,7 @@ class Server(LanguageServer):
     """The language server and its linter; `clean_exit` after `shutdown`, as LSP asks."""
 
     def __init__(self, debounce: float) -> None:
-        super().__init__("cudalint", __version__)
+        super().__init__("cudalint", __version__, converter_factory=published.converter)
         self.linter = Linter(self, debounce)
         self.clean_exit = False
 

@@ -26,6 +26,7 @@ from cudalint.kinds import FileKind
 from cudalint.lsp import checker
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
 from cudalint.lsp.incremental import UnitCache
+from cudalint.lsp.published import Published
 from cudalint.lsp.results import Results
 from cudalint.lsp.scheduler import Scheduler
 from cudalint.lsp.suppress import Noqa
@@ -72,8 +73,9 @@ class Linter:
         self._actionable: Results[Actionable] = Results()
         self._action_rows: dict[str, tuple[int | None, Rows | None]] = {}  # asked, by version
         self._fixed: Results[str | None] = Results()
-        # Each open document's unit findings: read and written by the worker only.
+        # Each open document's unit findings and published diagnostics: the worker's only.
         self._units: dict[str, UnitCache] = {}
+        self._published: dict[str, Published] = {}
         self._asked: dict[tuple[str, str], tuple[int | None, int]] = {}
         self._edited: dict[str, float] = {}  # when each document last changed (monotonic)
         self._generation = 0
@@ -149,6 +151,7 @@ class Linter:
     def close(self, uri: str) -> None:
         self.forget(uri)
         self._units.pop(uri, None)
+        self._published.pop(uri, Published()).forget()
         self._edited.pop(uri, None)
         self._action_rows.pop(uri, None)
 
@@ -159,6 +162,9 @@ class Linter:
         for results in (self._diagnostics, self._actionable, self._fixed):
             results.clear()
         self._units.clear()
+        for published in self._published.values():
+            published.forget()
+        self._published.clear()
         self._asked.clear()
         self._action_rows.clear()
 
@@ -273,9 +279,13 @@ class Linter:
                         else checker.check_python_text(path, snapshot.text, project, units))
         else:
             findings = checker.check_text(path, kind, snapshot.text, project, edits=actions)
-        noqa = Noqa(snapshot.text, kind, self._statements(snapshot) if actions else None)
-        return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version,
-                              actions=actions) for finding in findings]
+        if not actions:
+            published = self._published.setdefault(snapshot.uri, Published())
+            return published.diagnostics(findings, Noqa(snapshot.text, kind), snapshot.encoding,
+                                         snapshot.version)
+        noqa = Noqa(snapshot.text, kind, self._statements(snapshot))
+        return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version)
+                for finding in findings]
 
     def _statements(self, snapshot: Snapshot) -> list[tuple[int, int]] | None:
         """The rows of each top-level statement of a Python document, from its tree."""

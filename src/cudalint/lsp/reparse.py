@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from itertools import takewhile
 
 from cudalint.engine.outline import parse_quietly
+from cudalint.engine.python import too_deep
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
 
@@ -29,18 +30,26 @@ class Reparser:
     def __init__(self) -> None:
         self._lines: list[bytes] = []
         self._tree: ast.Module | None = None
+        self._deep: list[bool] = []  # per top-level statement: nested too deep (`too_deep`)
         self.spliced = 0  # versions made from the previous one, for the tests
+
+    @property
+    def shallow(self) -> bool:
+        """Whether the last tree parsed is no deeper than cudalint checks."""
+        return not any(self._deep)
 
     def parse(self, source: bytes) -> ast.Module:
         """`source` as `parse_quietly` reads it; raises what it raises."""
         lines = source.splitlines(keepends=True)
-        tree = self._spliced(lines)
-        if tree is None:
+        spliced = self._spliced(lines)
+        if spliced is None:
             self._tree = None  # a failing parse leaves nothing to splice from
             tree = parse_quietly(source)
+            deep = _depths(tree.body, source)
         else:
+            tree, deep = spliced
             self.spliced += 1
-        self._lines, self._tree = lines, tree
+        self._lines, self._tree, self._deep = lines, tree, deep
         return tree
 
     def statements(self, source: bytes) -> list[tuple[int, int]] | None:
@@ -52,13 +61,13 @@ class Reparser:
             return None
         return [(_first(node), node.end_lineno or node.lineno) for node in tree.body]
 
-    def _spliced(self, lines: list[bytes]) -> ast.Module | None:
+    def _spliced(self, lines: list[bytes]) -> tuple[ast.Module, list[bool]] | None:
         old, tree = self._lines, self._tree
         if tree is None or any(_COOKIE.match(line) for line in lines[:2]):
             return None
         same = _common_prefix(old, lines)
         if same == len(old) == len(lines):
-            return tree
+            return tree, self._deep
         tail = _common_suffix(old, lines, same)
         body = tree.body
         spans = [(_first(node), node.end_lineno or node.lineno) for node in body]
@@ -78,12 +87,14 @@ class Reparser:
             parsed = parse_quietly(middle)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return None
+        deep = [*self._deep[:head], *_depths(parsed.body, middle),
+                *self._deep[len(body) - keep_tail:]]
         if start:
             _shift(parsed.body, start)
         tail_nodes = body[len(body) - keep_tail:]
         if moved:
             _shift(tail_nodes, moved)
-        return ast.Module(body=[*body[:head], *parsed.body, *tail_nodes], type_ignores=[])
+        return ast.Module(body=[*body[:head], *parsed.body, *tail_nodes], type_ignores=[]), deep
 
 
 def _separable(spans: Sequence[tuple[int, int]], head: int, tail: int,
@@ -112,6 +123,14 @@ def _common_suffix(old: Sequence[bytes], new: Sequence[bytes], prefix: int) -> i
     while count < limit and old[-1 - count] == new[-1 - count]:
         count += 1
     return count
+
+
+def _depths(statements: list[ast.stmt], source: bytes) -> list[bool]:
+    """Whether each top-level statement (read from `source`) is nested too deep: as deep in a
+    module of its own as in the whole one."""
+    if not too_deep(ast.Module(body=statements, type_ignores=[]), source):
+        return [False] * len(statements)
+    return [too_deep(ast.Module(body=[node], type_ignores=[]), source) for node in statements]
 
 
 def _first(node: ast.stmt) -> int:
