@@ -1,0 +1,28 @@
+"""A file's kind from its name: the name patterns, tried as one pattern, answer as each
+pattern tried in order (the first that matches) does."""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+from pathlib import Path
+
+from cudalint.kinds import _NAME_PATTERNS, FileKind, classify
+
+
+def _one_by_one(name: str) -> FileKind | None:
+    return next((kind for kind, glob in _NAME_PATTERNS if fnmatch.fnmatchcase(name, glob)),
+                None)
+
+
+def test_the_joined_pattern_answers_as_the_patterns_in_order():
+    names = {"train.py", "stubs.pyi", "x.PY", "x.pyc", "kernel.h", "Dockerfile.dev",
+             "dockerfile", "libcudart.so.12", "requirements-dev.in", "docker-compose.gpu.yml",
+             "CMakeLists.txt", "x.py\n", "README.md", ".gitlab-ci.yml", "job.sbatch"}
+    for _, glob in _NAME_PATTERNS:
+        for star, tail in itertools.product(["", "x", "a.b", "-dev"], ["", ".1", ".txt"]):
+            names |= {glob.replace("*", star) + tail, star + glob.replace("*", star)}
+    for name in names:
+        assert classify(Path("src") / name) is _one_by_one(name), name
+    assert classify(Path("Dockerfile.dev")) is FileKind.DOCKERFILE
+    assert classify(Path("kernel.h")) is None
