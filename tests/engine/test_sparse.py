@@ -11,7 +11,7 @@ import pytest
 from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import PythonResult, lint_python
-from cudalint.engine.sparse import blank, leaves, units_of
+from cudalint.engine.sparse import blank, leaves, source_segment, text_lines, units_of
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
 
@@ -160,3 +160,17 @@ def test_reused_units_are_not_read_and_have_no_findings() -> None:
 def test_fixtures_give_the_same_findings_and_fixes(path: Path) -> None:
     source = path.read_text(encoding="utf-8")
     assert _check(source, sparse=True).findings == _check(source, sparse=False).findings
+
+
+@pytest.mark.parametrize("text", [
+    "x = 1\r\ny = (a,\r\n  b)\rz = 'é' + \"ü\"\x0c\nw = [\n1]",
+    "a = 1\n\x0cb = (2,\n3)\n",
+    *(path.read_text(encoding="utf-8") for path in sorted(FIXTURES.rglob("*.py"))[:6]),
+], ids=lambda text: text[:12])
+def test_an_expression_is_cut_from_the_text_as_ast_cuts_it(text: str) -> None:
+    """Line endings of every kind, a form feed (which ends no line), and non-ASCII text
+    (the columns count bytes)."""
+    lines = text_lines(text)
+    expressions = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.expr)]
+    assert expressions
+    assert all(source_segment(lines, n) == ast.get_source_segment(text, n) for n in expressions)

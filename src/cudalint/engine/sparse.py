@@ -21,6 +21,8 @@ from functools import cached_property
 import libcst as cst
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# A line as `ast` counts them (a form feed ends none), with its ending.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _UNITS = (*_FUNCTIONS, ast.ClassDef)
 
@@ -129,12 +131,35 @@ class Hidden:
                             found[target.id].append(node.value)
         return dict(found)
 
+    @cached_property
+    def _lines(self) -> list[str]:
+        return text_lines(self.text)
+
     def expression(self, node: ast.expr) -> cst.BaseExpression | None:
         """One of those values as LibCST reads it (with no position in the module)."""
-        segment = ast.get_source_segment(self.text, node)
+        segment = source_segment(self._lines, node)
         if segment is None:
             return None
         try:
             return cst.parse_expression(f"({segment})")
         except (cst.ParserSyntaxError, ValueError, RecursionError):
             return None
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of `text` as `ast` counts them, with their endings."""
+    return _LINE.findall(text)
+
+
+def source_segment(lines: list[str], node: ast.expr) -> str | None:
+    """`ast.get_source_segment` from the text's lines (`text_lines`), split once: that function
+    splits the whole text, a character at a time, on every call."""
+    end_line, end_column = node.end_lineno, node.end_col_offset
+    if end_line is None or end_column is None or end_line > len(lines):
+        return None
+    first, last = node.lineno - 1, end_line - 1
+    if first == last:
+        return lines[first].encode()[node.col_offset:end_column].decode()
+    head = lines[first].encode()[node.col_offset:].decode()
+    tail = lines[last].encode()[:end_column].decode()
+    return "".join([head, *lines[first + 1 : last], tail])
