@@ -43,15 +43,10 @@ class Outline:
         block = getattr(statement, "body", None)
         if not isinstance(node, ast.ClassDef) or not isinstance(block, cst.IndentedBlock):
             return None
-        starts = []
-        position = 0
-        for member in block.body:
-            size = len(member.body) if isinstance(member, cst.SimpleStatementLine) else 1
-            if position + size > len(node.body):
-                return None
-            starts.append(first_line(node.body[position]) - _leading_lines(member))
-            position += size
-        return tuple(starts) if position == len(node.body) else None
+        pairs = _paired(node.body, block.body)
+        if pairs is None:
+            return None
+        return tuple(first_line(group[0]) - _leading_lines(member) for member, group in pairs)
 
 
 @dataclass
@@ -118,19 +113,32 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
 def _statements(
     nodes: list[ast.stmt], body: Sequence[cst.CSTNode], lines: list[bytes]
 ) -> list[_Statement] | None:
-    """The ast statements of each LibCST statement (`a = 1; b = 2` is one line, two nodes)."""
+    """The ast statements of each LibCST statement, with their text."""
+    pairs = _paired(nodes, body)
+    if pairs is None:
+        return None
     statements = []
+    for statement, group in pairs:
+        text = b"".join(lines[first_line(group[0]) - 1 : _last_line(group)])
+        statements.append(_Statement(statement, group[0], group, text,
+                                     set(_IDENTIFIER.findall(text))))
+    return statements
+
+
+def _paired(nodes: list[ast.stmt], body: Sequence[cst.CSTNode]
+            ) -> list[tuple[cst.CSTNode, list[ast.stmt]]] | None:
+    """Each LibCST statement of a block with its ast statements (`a = 1; b = 2` is one
+    line, two nodes); None when the two do not read the block alike."""
+    pairs = []
     position = 0
     for statement in body:
         size = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
         group = nodes[position : position + size]
         if len(group) != size:
             return None
-        text = b"".join(lines[first_line(group[0]) - 1 : _last_line(group)])
-        statements.append(_Statement(statement, group[0], group, text,
-                                     set(_IDENTIFIER.findall(text))))
+        pairs.append((statement, group))
         position += size
-    return statements if position == len(nodes) else None
+    return pairs if position == len(nodes) else None
 
 
 def _idle_methods(
