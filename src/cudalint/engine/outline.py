@@ -318,15 +318,20 @@ def _relevant(
     (a statement using one of those names is relevant too)."""
     everything = set(range(len(statements)))
     relevant = {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
+    sites: dict[int, list[_Site]] = {}
     triggers: set[bytes] = set()
     while True:
+        bound: set[bytes] = set()
         for index in relevant:
-            triggers.update(_bound(statements[index].nodes))
-        more = {i for i in everything - relevant if not triggers.isdisjoint(statements[i].words)}
-        if not more:
+            if index not in sites:
+                sites[index] = _sites(statements[index], prefilter)
+            bound.update(*(site.names for site in sites[index]
+                           if site.named or not triggers.isdisjoint(site.words)))
+        more = {i for i in everything - relevant if not bound.isdisjoint(statements[i].words)}
+        if bound <= triggers and not more:
             return relevant, triggers
+        triggers |= bound
         relevant |= more
-
 
 
 def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
@@ -338,25 +343,92 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
     return prefilter.matches(statement.text)
 
 
+@dataclass(frozen=True)
+class _Site:
+    """A statement, or a compound statement's header, inside a top-level statement, and the
+    names it binds where their uses need not spell out what they hold (`_bound`)."""
+
+    names: frozenset[bytes]
+    named: bool  # its lines name a rule's term
+    words: frozenset[bytes]  # the identifiers of its lines
+
+
+def _sites(statement: _Statement, prefilter: Prefilter) -> list[_Site]:
+    """Where a relevant top-level statement binds names: a name bound inside a compound
+    statement (`if TYPE_CHECKING:` importing ten names) is a trigger only where the statement
+    binding it (an import, an assignment, a loop's header) names a term or a trigger."""
+    if len(statement.nodes) > 1 or not isinstance(statement.first, _COMPOUND):
+        names = _bound(statement.nodes)
+        return [_Site(frozenset(names), True, frozenset())] if names else []
+    lines = statement.text.splitlines(keepends=True)
+    top = first_line(statement.first)
+    found = []
+    for first, last, names in _binding_places(statement.first):
+        text = b"".join(lines[first - top : last - top + 1])
+        found.append(_Site(frozenset(names), prefilter.matches(text),
+                           frozenset(_IDENTIFIER.findall(text))))
+    return found
+
+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+             ast.TryStar, ast.Match)
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _binding_places(node: ast.stmt) -> list[tuple[int, int, set[bytes]]]:
+    """(first line, last line, names) of each statement or compound header in `node` that
+    binds names (as `_bound` counts them)."""
+    found = []
+    for inner in ast.walk(node):
+        if not isinstance(inner, (ast.stmt, ast.excepthandler)) or isinstance(inner, _SKIPPABLE):
+            continue
+        if not isinstance(inner, (*_COMPOUND, ast.excepthandler)):
+            names = _bound([inner])
+            if names:
+                found.append((inner.lineno, inner.end_lineno or inner.lineno, names))
+            continue
+        header = [value for name, value in ast.iter_fields(inner) if name not in _BLOCK_FIELDS]
+        parts = [part for value in header
+                 for part in (value if isinstance(value, list) else [value])
+                 if isinstance(part, ast.AST)]
+        names = _stored(parts)
+        if isinstance(inner, ast.ExceptHandler) and inner.name:
+            names.add(inner.name.encode())
+        if names:
+            last = max([inner.lineno, *(getattr(p, "end_lineno", 0) or 0 for p in parts)])
+            found.append((inner.lineno, last, names))
+    return found
+
+
+def _stored(parts: list[ast.AST]) -> set[bytes]:
+    """The names stored in these expressions (a loop's target, `with ... as x`, a walrus),
+    not a comprehension's own variables."""
+    names: set[bytes] = set()
+    local: set[int] = set()
+    for part in parts:
+        for inner in ast.walk(part):
+            if isinstance(inner, ast.comprehension):
+                local.update(id(n) for n in ast.walk(inner.target))
+            elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) \
+                    and id(inner) not in local:
+                names.add(inner.id.encode())
+    return names
+
+
 def _bound(nodes: list[ast.stmt]) -> set[bytes]:
     """Names a top-level statement binds where their uses need not spell out what they hold:
     aliases (`import a.b as c`, `from a import b`) and assigned names. `import a.b` is left
     out: its uses say `a.b` in full. So are the names of functions and classes: no rule
     follows a call into the function it calls, or a class into its uses; and the targets of
     comprehensions, which bind nothing outside them."""
-    names: set[str] = set()
+    names: set[bytes] = set()
     for node in nodes:
         if isinstance(node, _SKIPPABLE):
             continue
-        local: set[int] = set()  # the ids of the Name nodes a comprehension binds for itself
         for inner in ast.walk(node):
             if isinstance(inner, ast.Import):
-                names.update(alias.asname for alias in inner.names if alias.asname)
+                names.update(alias.asname.encode() for alias in inner.names if alias.asname)
             elif isinstance(inner, ast.ImportFrom):
-                names.update(alias.asname or alias.name for alias in inner.names)
-            elif isinstance(inner, ast.comprehension):
-                local.update(id(n) for n in ast.walk(inner.target))
-            elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) \
-                    and id(inner) not in local:
-                names.add(inner.id)
-    return {name.encode() for name in names}
+                names.update((alias.asname or alias.name).encode() for alias in inner.names)
+        names |= _stored([node])
+    return names
