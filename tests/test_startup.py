@@ -99,7 +99,7 @@ def test_plain_name_excludes_match_as_pathspec_does():
     from cudalint.discovery import _Names, _Patterns, _spec
 
     lines = [*DEFAULT_EXCLUDE, "build.log", "my-dir", "# a comment", ""]
-    names, reference = _spec(lines), _Patterns(lines)
+    names, reference = _spec(lines), _Patterns.of(lines)
     assert isinstance(names, _Names)
     parts = ["src", "venv", ".venv", "dist", "x.py", "build.log", "dist2", "adist", "my-dir",
              "site-packages", "__pycache__", ".git"]
