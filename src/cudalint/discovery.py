@@ -113,16 +113,17 @@ class _Names:
 
 
 class _Patterns:
-    """Gitignore patterns as regexes (pathspec's translation), matched as gitignore does:
-    the last pattern that matches decides."""
+    """Gitignore patterns that include (no negation), as regexes (pathspec's translation):
+    a path is matched when one of them matches it."""
 
     def __init__(self, patterns: list[tuple[re.Pattern[str], bool]]) -> None:
         self.patterns = patterns
         # One regex that any of them matches (their groups unnamed, to join them): most
         # entries of a walk match none, and one match call rules them out.
-        self.any = re.compile("|".join(
-            f"(?:{_GROUP_NAME.sub('(?:', regex.pattern)})" for regex, _ in self.patterns
-        ) or "(?!)")
+        unnamed = [_GROUP_NAME.sub("(?:", regex.pattern) for regex, _ in patterns]
+        self.any = re.compile("|".join(f"(?:{regex})" for regex in unnamed) or "(?!)")
+        # ... and one that matches a path itself, to its end (not a folder above it).
+        self.itself = re.compile("|".join(f"(?:{regex})$" for regex in unnamed) or "(?!)")
 
     @classmethod
     def of(cls, lines: list[str]) -> _Patterns:
@@ -138,13 +139,7 @@ class _Patterns:
         return self.any.match(_normalized(path)) is not None
 
     def matches(self, path: str) -> bool:
-        if self.any.match(path) is None:
-            return False
-        decided = False
-        for regex, include in self.patterns:
-            if _matches_itself(regex, path):
-                decided = include
-        return decided
+        return self.itself.match(path) is not None
 
 
 class _PathspecPatterns(_Patterns):
@@ -157,6 +152,15 @@ class _PathspecPatterns(_Patterns):
 
     def covers(self, path: str) -> bool:
         return bool(self.spec.match_file(path))
+
+    def matches(self, path: str) -> bool:
+        if self.any.match(path) is None:
+            return False
+        decided = False
+        for regex, include in self.patterns:
+            if _matches_itself(regex, path):
+                decided = include
+        return decided
 
 
 _GROUP_NAME = re.compile(r"\(\?P<\w+>")
