@@ -19,6 +19,7 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -116,14 +117,16 @@ class _Patterns:
     """Gitignore patterns that include (no negation), as regexes (pathspec's translation):
     a path is matched when one of them matches it."""
 
-    def __init__(self, patterns: list[tuple[re.Pattern[str], bool]]) -> None:
-        self.patterns = patterns
-        # One regex that any of them matches (their groups unnamed, to join them): most
-        # entries of a walk match none, and one match call rules them out.
-        unnamed = [_GROUP_NAME.sub("(?:", regex.pattern) for regex, _ in patterns]
-        self.any = re.compile("|".join(f"(?:{regex})" for regex in unnamed) or "(?!)")
-        # ... and one that matches a path itself, to its end (not a folder above it).
-        self.itself = re.compile("|".join(f"(?:{regex})$" for regex in unnamed) or "(?!)")
+    def __init__(self, regexes: list[str]) -> None:
+        # The patterns joined (their groups unnamed, to join them): one match call for all.
+        self.unnamed = [_GROUP_NAME.sub("(?:", regex) for regex in regexes]
+        # A match of a path itself, to its end (not of a folder above it): what a walk asks.
+        self.itself = re.compile("|".join(f"(?:{regex})$" for regex in self.unnamed) or "(?!)")
+
+    @cached_property
+    def any(self) -> re.Pattern[str]:
+        """A match of the path or of a folder above it."""
+        return re.compile("|".join(f"(?:{regex})" for regex in self.unnamed) or "(?!)")
 
     @classmethod
     def of(cls, lines: list[str]) -> _Patterns:
@@ -147,8 +150,10 @@ class _PathspecPatterns(_Patterns):
     negation re-includes below an excluded folder."""
 
     def __init__(self, spec: Any, patterns: list[tuple[re.Pattern[str], bool]]) -> None:
-        super().__init__(patterns)
+        # (no super().__init__: `itself`, of no use here, is not compiled)
+        self.unnamed = [_GROUP_NAME.sub("(?:", regex.pattern) for regex, _ in patterns]
         self.spec = spec
+        self.patterns = patterns
 
     def covers(self, path: str) -> bool:
         return bool(self.spec.match_file(path))
@@ -195,7 +200,7 @@ def _spec(lines: list[str]) -> Spec:
     translated = [regex for regex in regexes if regex is not None]
     if len(translated) == len(regexes):
         with contextlib.suppress(re.error):  # `[z-a]`: pathspec says what it makes of it
-            return _Patterns([(re.compile(regex), True) for regex in translated])
+            return _Patterns(translated)
     return _Patterns.of(lines)
 
 
