@@ -28,7 +28,7 @@ _NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_devi
                       "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
                       "rich", "packaging", "pathspec", "cudalint.engine.pool",
                       "cudalint.engine.prefilter", "cudalint.runtime.helper", "shutil",
-                      "tomllib")
+                      "tomllib", "hashlib")
 
 
 def _imported(folder: Path, *args: str) -> tuple[str, set[str]]:
@@ -78,6 +78,10 @@ def test_a_python_file_imports_no_parser_and_no_rule_module_of_other_kinds(tmp_p
 
 
 def test_a_run_replayed_from_the_cache_imports_no_rule_and_no_libcst(tmp_path):
+    (tmp_path / ".git").mkdir()  # the project's root, and its .gitignore of globs
+    (tmp_path / ".gitignore").write_text("*.py[cod]\n.venv/\n/build/\ndocs/_build/\n")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "generated.py").write_text(_SMALL)
     (tmp_path / "small.py").write_text(_SMALL)
     (tmp_path / "clean.py").write_text("import os\n\nprint(os.getcwd())\n")
     (tmp_path / "requirements.txt").write_text("numpy==1.26.4\nrich>=13  # for the logs\n")
@@ -85,7 +89,7 @@ def test_a_run_replayed_from_the_cache_imports_no_rule_and_no_libcst(tmp_path):
     assert "libcst" in modules
     second, modules = _imported(tmp_path, "--output-format", "concise", ".")
     assert second == first
-    assert "CUD102" in second
+    assert "CUD102" in second and "generated.py" not in second
     assert _packages(modules, _NEVER_WHEN_CACHED) == []
 
 
@@ -99,7 +103,7 @@ def test_plain_name_excludes_match_as_pathspec_does():
     from cudalint.discovery import _Names, _Patterns, _spec
 
     lines = [*DEFAULT_EXCLUDE, "build.log", "my-dir", "# a comment", ""]
-    names, reference = _spec(lines), _Patterns(lines)
+    names, reference = _spec(lines), _Patterns.of(lines)
     assert isinstance(names, _Names)
     parts = ["src", "venv", ".venv", "dist", "x.py", "build.log", "dist2", "adist", "my-dir",
              "site-packages", "__pycache__", ".git"]

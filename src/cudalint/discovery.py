@@ -15,11 +15,13 @@ either). A folder that cannot be read is an error line of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from cudalint.config import Config, project_root
 from cudalint.engine.reader import read_text
@@ -112,19 +114,46 @@ class _Names:
 
 
 class _Patterns:
-    """Real gitignore patterns, through pathspec; the last pattern that matches decides."""
+    """Gitignore patterns that include (no negation), as regexes (pathspec's translation):
+    a path is matched when one of them matches it."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, regexes: list[str]) -> None:
+        # The patterns joined (their groups unnamed, to join them): one match call for all.
+        self.unnamed = [_GROUP_NAME.sub("(?:", regex) for regex in regexes]
+        # A match of a path itself, to its end (not of a folder above it): what a walk asks.
+        self.itself = re.compile("|".join(f"(?:{regex})$" for regex in self.unnamed) or "(?!)")
+
+    @cached_property
+    def any(self) -> re.Pattern[str]:
+        """A match of the path or of a folder above it."""
+        return re.compile("|".join(f"(?:{regex})" for regex in self.unnamed) or "(?!)")
+
+    @classmethod
+    def of(cls, lines: list[str]) -> _Patterns:
+        """Any gitignore patterns, through pathspec (imported only for such patterns)."""
         import pathspec
 
-        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
-        self.patterns = [(p.regex, bool(p.include)) for p in self.spec.patterns
-                         if p.include is not None and p.regex is not None]
-        # One regex that any of them matches (their groups unnamed, to join them): most
-        # entries of a walk match none, and one match call rules them out.
-        self.any = re.compile("|".join(
-            f"(?:{_GROUP_NAME.sub('(?:', regex.pattern)})" for regex, _ in self.patterns
-        ) or "(?!)")
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        return _PathspecPatterns(spec, [(p.regex, bool(p.include)) for p in spec.patterns
+                                        if p.include is not None and p.regex is not None])
+
+    def covers(self, path: str) -> bool:
+        """(With no negation, as here, a path is covered when any pattern matches it.)"""
+        return self.any.match(_normalized(path)) is not None
+
+    def matches(self, path: str) -> bool:
+        return self.itself.match(path) is not None
+
+
+class _PathspecPatterns(_Patterns):
+    """Patterns only pathspec translates (negations, `**`, escapes): it also decides what a
+    negation re-includes below an excluded folder."""
+
+    def __init__(self, spec: Any, patterns: list[tuple[re.Pattern[str], bool]]) -> None:
+        # (no super().__init__: `itself`, of no use here, is not compiled)
+        self.unnamed = [_GROUP_NAME.sub("(?:", regex.pattern) for regex, _ in patterns]
+        self.spec = spec
+        self.patterns = patterns
 
     def covers(self, path: str) -> bool:
         return bool(self.spec.match_file(path))
@@ -142,6 +171,13 @@ class _Patterns:
 _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
 
+def _normalized(path: str) -> str:
+    """The path as pathspec matches it: relative, without a leading `/` or `./`."""
+    if path.startswith("/"):
+        return path[1:]
+    return path[2:] if path.startswith("./") else path
+
+
 def _matches_itself(regex: re.Pattern[str], path: str) -> bool:
     """pathspec's pattern regexes also match what lies below a matched folder: the text after
     the folder's slash (the `ps_d` group); such a match is not of `path` itself, unless the
@@ -155,11 +191,63 @@ def _matches_itself(regex: re.Pattern[str], path: str) -> bool:
 
 
 def _spec(lines: list[str]) -> Spec:
-    """A gitignore spec of these lines; pathspec is imported only for real patterns."""
+    """A gitignore spec of these lines; pathspec is imported only for patterns that
+    `_translated` leaves to it."""
     patterns = [line for line in lines if line.strip() and not line.startswith("#")]
     if all(_Names.PLAIN.fullmatch(line) for line in patterns):
         return _Names(patterns)
-    return _Patterns(lines)
+    regexes = [_translated(line) for line in patterns]
+    translated = [regex for regex in regexes if regex is not None]
+    if len(translated) == len(regexes):
+        with contextlib.suppress(re.error):  # `[z-a]`: pathspec says what it makes of it
+            return _Patterns(translated)
+    return _Patterns.of(lines)
+
+
+# What `_translated` takes: globs of names and paths, with neither a negation (`!`), `**`,
+# escapes nor spaces (trailing spaces are dropped), and no `/` inside brackets.
+_SIMPLE = re.compile(r"(?:[^\s\\!\[\]]|\[[!^]?[^\s\\/\[\]]+\])+")
+_GLOB = re.compile(r"\*|\?|\[[!^]?[^\]]+\]")
+
+
+def _translated(line: str) -> str | None:
+    """The regex pathspec makes of one gitignore pattern (see `_SIMPLE`), or None for a
+    pattern left to pathspec: a name matches at any depth, a pattern with a slash before its
+    end from the .gitignore's folder, and one that ends with a slash only folders (and what
+    lies below them, the `ps_d` group)."""
+    pattern = line.rstrip(" ")
+    if not _SIMPLE.fullmatch(pattern) or "**" in pattern:
+        return None
+    folder_only = pattern.endswith("/")
+    body = pattern[:-1] if folder_only else pattern
+    anchored = "/" in body
+    segments = body.removeprefix("/").split("/")
+    if not all(segments) or segments == ["*"]:
+        return None  # `/`, `a//b`: left to pathspec, as is `*` (everything)
+    start = "^" if anchored else "^(?:.+/)?"
+    end = "(?P<ps_d>/)" if folder_only else "(?:(?P<ps_d>/)|$)"
+    return start + "/".join(_segment(s, len(segments) > 1) for s in segments) + end
+
+
+def _segment(segment: str, in_path: bool) -> str:
+    """One segment of a pattern: `*` and `?` never match a slash; a segment that is only `*`
+    in a path stands for one non-empty name."""
+    if in_path and segment == "*":
+        return "[^/]+"
+    parts, done = [], 0
+    for glob in _GLOB.finditer(segment):
+        parts.append(re.escape(segment[done:glob.start()]))
+        text = glob.group()
+        if text == "*":
+            parts.append("[^/]*")
+        elif text == "?":
+            parts.append("[^/]")
+        else:
+            negated = text[1] in "!^"
+            parts.append(("[^" if negated else "[") + text[1 + negated:])
+        done = glob.end()
+    parts.append(re.escape(segment[done:]))
+    return "".join(parts)
 
 
 def _covered(path: Path, is_dir: bool, root: Path, exclude: Spec) -> bool:
@@ -169,7 +257,7 @@ def _covered(path: Path, is_dir: bool, root: Path, exclude: Spec) -> bool:
     names of its folders."""
     if path == root:
         return False
-    return exclude.covers(_relative(path, root) + ("/" if is_dir else ""))
+    return exclude.covers(_relative(str(path), str(root)) + ("/" if is_dir else ""))
 
 
 def _exclude_spec(config: Config) -> Spec:
@@ -195,33 +283,64 @@ def _explicit_kind(path: Path) -> FileKind | None:
     return None
 
 
-Ignores = list[tuple[Path, Spec]]
+Ignores = list[tuple[str, Spec]]  # each .gitignore's folder (absolute) and its patterns
 
 
 def _walk(
     top: Path, root: Path, config: Config, exclude: Spec, errors: list[tuple[Path, str]]
 ) -> Iterator[Path]:
-    ignores = _gitignores_above(top, root) if config.respect_gitignore else []
-
-    def unreadable(error: OSError) -> None:
-        folder = Path(error.filename or top)
-        errors.append((folder, f"cannot read the folder: {error.strerror}; skipped"))
-
-    for folder, dirs, files in os.walk(top, onerror=unreadable):
-        here = Path(folder)
-        if config.respect_gitignore:
-            ignores = [(base, spec) for base, spec in ignores if _is_within(here, base)]
-            spec = _gitignore(here)
+    """The files below `top`, top-down and by name as os.walk goes (a linked folder is not
+    entered), through os.scandir: an entry's type comes with its name, so that only a link
+    costs a system call, and a folder's .gitignore is read only where it is listed."""
+    above = _gitignores_above(top, root) if config.respect_gitignore else []
+    pending = [(str(top), above)]
+    while pending:
+        folder, ignores = pending.pop()
+        entries = _entries(folder, errors)
+        if config.respect_gitignore and ".gitignore" in entries:
+            spec = _gitignore(folder)
             if spec is not None:
-                ignores.append((here, spec))
-        dirs[:] = sorted(d for d in dirs if not _skipped(here / d, True, root, exclude, ignores))
-        for name in sorted(files):
-            file = here / name
-            if _skipped(file, False, root, exclude, ignores):
+                ignores = [*ignores, (folder, spec)]
+        folders = []
+        for name in sorted(entries):
+            entry = entries[name]
+            is_dir = _is_dir(entry)
+            if _skipped(entry.path, is_dir, str(root), exclude, ignores):
                 continue
-            target = _followed(file, top)
+            if is_dir:
+                if not _is_link(entry):
+                    folders.append(entry.path)
+                continue
+            target = _followed(Path(entry.path), top) if _is_link(entry) else Path(entry.path)
             if target is not None:
                 yield target
+        pending += [(child, ignores) for child in reversed(folders)]
+
+
+def _entries(folder: str, errors: list[tuple[Path, str]]) -> dict[str, os.DirEntry[str]]:
+    """A folder's entries by name; none, with an error line, when it cannot be read."""
+    try:
+        with os.scandir(folder) as listing:
+            return {entry.name: entry for entry in listing}
+    except OSError as error:
+        where = Path(error.filename or folder)
+        errors.append((where, f"cannot read the folder: {error.strerror}; skipped"))
+        return {}
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """As os.walk asks: a link to a folder is a folder (listed, never entered)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
 
 
 def _gitignores_above(top: Path, root: Path) -> Ignores:
@@ -229,12 +348,12 @@ def _gitignores_above(top: Path, root: Path) -> Ignores:
     `top` (ripgrep and ruff read those of every folder above the one named)."""
     if top == root or root not in top.parents:
         return []
-    folders = [folder for folder in top.parents if _is_within(folder, root)]
+    folders = [str(folder) for folder in top.parents if _is_within(folder, root)]
     found = [(folder, _gitignore(folder)) for folder in reversed(folders)]
     return [(folder, spec) for folder, spec in found if spec is not None]
 
 
-def _skipped(path: Path, is_dir: bool, root: Path, exclude: Spec, ignores: Ignores) -> bool:
+def _skipped(path: str, is_dir: bool, root: str, exclude: Spec, ignores: Ignores) -> bool:
     """Whether an entry found below a named folder is excluded: matched itself, from the
     project root (exclude) or from each .gitignore's folder."""
     suffix = "/" if is_dir else ""
@@ -243,15 +362,16 @@ def _skipped(path: Path, is_dir: bool, root: Path, exclude: Spec, ignores: Ignor
     return any(spec.matches(_relative(path, base) + suffix) for base, spec in ignores)
 
 
-def _gitignore(folder: Path) -> Spec | None:
-    text = read_text(folder / ".gitignore")
+def _gitignore(folder: str) -> Spec | None:
+    text = read_text(Path(folder, ".gitignore"))
     return None if text is None else _spec(text.splitlines())
 
 
-def _relative(path: Path, base: Path) -> str:
+def _relative(path: str, base: str) -> str:
     """`path` relative to `base` (both absolute), or the path itself when outside it."""
-    text, prefix = str(path), str(base) + os.sep
-    return text[len(prefix) :].replace(os.sep, "/") if text.startswith(prefix) else path.as_posix()
+    prefix = base + os.sep
+    relative = path[len(prefix):] if path.startswith(prefix) else path
+    return relative.replace(os.sep, "/")
 
 
 def _followed(file: Path, top: Path) -> Path | None:

@@ -3,9 +3,9 @@
 One index per configuration, `index-<hash>.json`: the hash is over what every file of a run
 shares (cudalint's version and installed files, the rule selection and per-file ignores, the
 size limits, whether fix edits are wanted). The index maps each checked file's absolute path
-to its last check: the SHA-256 of its content and the key over that, its kind and its settings
-(the key of record: a lookup hits only on an equal key), the findings, and the file's status
-(size, modification and change times, inode) when it was hashed. A file whose status is
+to its last check: the BLAKE2b digest of its content and the key over that, its kind and its
+settings (the key of record: a lookup hits only on an equal key), the findings, and the file's
+status (size, modification and change times, inode) when it was hashed. A file whose status is
 unchanged is not read again: its content is the one hashed. Editing a file sets its change
 time (`ctime`) to the current time, and no program can set it back, so an edit that keeps the
 size and restores the modification time still shows; a status is recorded only for a file
@@ -22,7 +22,6 @@ Only lint results are cached, never a `--fix` or `--diff` run.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import time
@@ -35,6 +34,11 @@ from typing import TYPE_CHECKING, Any
 import cudalint
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
 
+try:  # the built-in BLAKE2: importing hashlib loads OpenSSL (5 ms, more than every lookup)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
+
 if TYPE_CHECKING:
     from cudalint.engine.settings import Settings
     from cudalint.kinds import FileKind
@@ -45,7 +49,7 @@ CACHE_DIR_ENV = "CUDALINT_CACHE_DIR"
 _TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
         "# This file is a cache directory tag created by cudalint.\n"
         "# For information about cache directory tags see https://bford.info/cachedir/\n")
-_FORMAT = 2  # the layout of an index; another one is simply not found
+_FORMAT = 3  # the layout of an index; another one is simply not found
 _SETTLED_NS = 2_000_000_000  # the coarsest file-time granularity (FAT) and a clock skew margin
 _KEPT_INDEXES = 8  # configurations kept; the index written longest ago goes first
 
@@ -56,13 +60,13 @@ Status = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, devi
 class Snapshot:
     """A file's content as the cache knows it, read or vouched for by an unchanged status."""
 
-    digest: str  # SHA-256 of the content
+    digest: str  # BLAKE2b (32 bytes) of the content
     facts: Any  # what the caller learnt from the content (JSON), e.g. the tree scan's
     status: Status | None  # None: changed too recently to stand for the content
 
     @classmethod
     def of(cls, data: bytes, facts: Any, status: Status | None) -> Snapshot:
-        return cls(hashlib.sha256(data).hexdigest(), facts, status)
+        return cls(_digest(data).hexdigest(), facts, status)
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ class Store:
     def key(self, path: Path, kind: FileKind, settings: Settings, digest: str) -> str:
         head = "\0".join((self.salt, os.path.abspath(path), kind.value, _settings(settings),
                           digest))
-        return hashlib.sha256(head.encode()).hexdigest()
+        return _digest(head.encode()).hexdigest()
 
     def entry(self, path: Path, kind: FileKind, settings: Settings, snapshot: Snapshot,
               findings: Sequence[Finding], text: str | None) -> dict[str, Any] | None:
@@ -124,7 +128,7 @@ class Cache:
             return None
         salt = json.dumps([_FORMAT, cudalint.__version__, _installed_files(), want_edits,
                            selection], default=repr)
-        name = hashlib.sha256(salt.encode()).hexdigest()[:24]
+        name = _digest(salt.encode()).hexdigest()[:24]
         index = folder / f"index-{name}.json"
         return cls(Store(folder, salt), index, _read_index(index, salt))
 
@@ -248,16 +252,22 @@ def _installed_files() -> str:
     """A fingerprint of cudalint's own files: an edited rule makes new keys, even when the
     version number stays the same (an editable install)."""
     package = os.path.dirname(cudalint.__file__)
-    stamps = []
-    for folder, children, files in os.walk(package):
-        children[:] = [child for child in children if child != "__pycache__"]
-        for name in files:
-            if name.endswith((".py", ".toml", ".json")):
-                file = os.path.join(folder, name)
-                stat = os.stat(file)
-                stamps.append(f"{os.path.relpath(file, package)}:{stat.st_size}:"
-                              f"{stat.st_mtime_ns}")
-    return hashlib.sha256("\n".join(sorted(stamps)).encode()).hexdigest()
+    stamps, folders = [], [package]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    if entry.name != "__pycache__" and not entry.is_symlink():
+                        folders.append(entry.path)
+                elif entry.name.endswith((".py", ".toml", ".json")):
+                    stat = entry.stat()
+                    stamps.append(f"{entry.path[len(package):]}:{stat.st_size}:"
+                                  f"{stat.st_mtime_ns}")
+    return _digest("\n".join(sorted(stamps)).encode()).hexdigest()
+
+
+def _digest(data: bytes) -> blake2b:
+    return blake2b(data, digest_size=32)
 
 
 def _settings(settings: Settings) -> str:
