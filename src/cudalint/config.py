@@ -6,9 +6,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from cudalint.data import toml
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import Any
 
 # The torch a project is assumed to support when neither `target-torch` nor its own files
 # (requirements, pyproject, setup.py/cfg, environment.yml) say: a fixed version, never the
@@ -40,7 +43,8 @@ _TYPE_NAMES = {list: "a list", dict: "a table", str: "a string", int: "a whole n
                bool: "true or false"}
 
 
-class Selection(NamedTuple):
+@dataclass(frozen=True)
+class Selection:
     """One source's choice of rules (the configuration, the command line): its `select`
     (None: it keeps what the sources before it chose), `extend-select` and `ignore`."""
 

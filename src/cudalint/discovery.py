@@ -21,7 +21,6 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
 
 from cudalint.config import Config, project_root
 from cudalint.engine.reader import read_text
@@ -84,16 +83,6 @@ def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
     if kind.value in {k.lower() for k in config.exclude_kinds}:
         return True
     return _covered(path.resolve(), False, project_root(config), _exclude_spec(config))
-
-
-class Spec(Protocol):
-    def covers(self, path: str) -> bool:
-        """Whether a pattern matches `path` (a folder's ends with "/") or a folder above it:
-        what --force-exclude asks of a path named explicitly."""
-
-    def matches(self, path: str) -> bool:
-        """Whether a pattern matches `path` itself, not through a folder above it: what a walk
-        asks of each entry, having entered no excluded folder below the one named."""
 
 
 class _Names:
@@ -176,6 +165,11 @@ class _PathspecPatterns:
         return decided
 
 
+# A spec answers two questions: `covers(path)`, whether a pattern matches `path` (a folder's
+# ends with "/") or a folder above it, what --force-exclude asks of a path named explicitly;
+# `matches(path)`, whether one matches `path` itself, not through a folder above it, what a
+# walk asks of each entry, having entered no excluded folder below the one named.
+Spec = _Names | _Patterns | _PathspecPatterns
 _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
 

@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import cudalint
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
@@ -39,7 +38,10 @@ try:  # the built-in BLAKE2: importing hashlib loads OpenSSL (5 ms, more than ev
 except ImportError:  # pragma: no cover - a Python built without it
     from hashlib import blake2b
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
+    from typing import Any
+
     from cudalint.engine.settings import Settings
     from cudalint.kinds import FileKind
 
