@@ -147,3 +147,19 @@ def test_fix_never_calls_a_helper_hidden_by_a_local_name(chdir_tmp):
     text = path.read_text()
     assert "def run(model, pick_device):\n    return model.cuda()\n" in text
     assert "def other(model):\n    return model.to(pick_device())\n" in text
+
+
+def test_a_helper_name_spelled_elsewhere_as_an_attribute_still_hides_locally(chdir_tmp):
+    """A local `synchronize` hides the helper in its function only; `torch.cuda.synchronize`
+    spells the name too, as an attribute, which binds nothing."""
+    path = Path("train.py")
+    path.write_text(
+        "import torch\n\n\n"
+        "def run():\n    synchronize = print\n    torch.cuda.synchronize()\n"
+        "    synchronize('done')\n\n\n"
+        "def other():\n    torch.cuda .\\\n        synchronize()\n"
+    )
+    main(["check", "--fix", "--select", "CUD105", "."])
+    text = path.read_text()
+    assert "    synchronize = print\n    torch.cuda.synchronize()\n" in text
+    assert "def other():\n    synchronize()\n" in text

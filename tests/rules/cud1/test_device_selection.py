@@ -94,6 +94,21 @@ def test_choices_in_functions_that_consider_mps(tmp_path):
     assert _codes(tmp_path, source, ["CUD103"]) == [("CUD103", 19, 12)]
 
 
+def test_module_level_choices_and_mps_spelled_only_through_escapes(tmp_path):
+    """A module that never spells "mps" can still assign it (an escape writes a letter): the
+    choice it overrides is not reported; one in a module without either is."""
+    overridden = '''\
+        import torch
+
+        DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+        if __name__ == "__main__" and torch.backends.cuda.is_built() is False:
+            DEVICE = "\\x6dps"
+        '''
+    assert _codes(tmp_path, overridden, ["CUD103"]) == []
+    plain = overridden.replace('"\\x6dps"', '"cpu"')
+    assert _codes(tmp_path, plain, ["CUD103"]) == [("CUD103", 3, 10)]
+
+
 def test_hard_requirements_that_exit(tmp_path):
     source = '''\
         import os

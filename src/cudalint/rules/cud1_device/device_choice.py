@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _MPS_PROBES = frozenset({"torch.backends.mps.is_available", "torch.backends.mps.is_built"})
+# What a file must spell to probe for MPS (an import of it) or to hold an `"mps"` literal:
+# the word, or an escape that may write one of its letters (`"\x6dps"`).
+_MAY_NAME_MPS = re.compile(r"mps|\\[0-7xuUN]")
 
 
 @dataclass(frozen=True)
@@ -231,6 +235,7 @@ class CudaOrCpuChoice(PythonRule):
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)
         self._scopes: dict[int, tuple[bool, frozenset[str]]] = {}
+        self._names_mps: bool | None = None  # whether the file may name MPS at all
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node)
@@ -259,6 +264,8 @@ class CudaOrCpuChoice(PythonRule):
         """Whether `scope` probes for MPS, and the targets it assigns an `"mps"` value to:
         read once per scope, however many choices it holds."""
         cache = self._scopes
+        if id(scope) not in cache and not self._may_name_mps():
+            cache[id(scope)] = (False, frozenset())  # without reading the scope: a whole module
         if id(scope) not in cache:
             code = self.ctx.module.code_for_node
             probes, targets = False, set[str]()
@@ -270,6 +277,11 @@ class CudaOrCpuChoice(PythonRule):
                     targets.update(code(t.target) for t in node.targets)
             cache[id(scope)] = (probes, frozenset(targets))
         return cache[id(scope)]
+
+    def _may_name_mps(self) -> bool:
+        if self._names_mps is None:
+            self._names_mps = _MAY_NAME_MPS.search(self.ctx.code) is not None
+        return self._names_mps
 
     def _fix(self, choice: Choice) -> NodeFix | None:
         if not choice.exact_probe or not self.ctx.helper_available("pick_device"):
