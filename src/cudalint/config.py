@@ -43,14 +43,21 @@ _TYPE_NAMES = {list: "a list", dict: "a table", str: "a string", int: "a whole n
                bool: "true or false"}
 
 
-@dataclass(frozen=True)
 class Selection:
     """One source's choice of rules (the configuration, the command line): its `select`
-    (None: it keeps what the sources before it chose), `extend-select` and `ignore`."""
+    (None: it keeps what the sources before it chose), `extend-select` and `ignore`. (A
+    plain class: a dataclass compiles its methods at import, in a replayed run's start-up.)"""
 
-    select: Sequence[str] | None
-    extend_select: Sequence[str] = ()
-    ignore: Sequence[str] = ()
+    __slots__ = ("extend_select", "ignore", "select")
+
+    def __init__(self, select: Sequence[str] | None, extend_select: Sequence[str] = (),
+                 ignore: Sequence[str] = ()) -> None:
+        self.select = select
+        self.extend_select = extend_select
+        self.ignore = ignore
+
+    def __repr__(self) -> str:  # the lint cache's key holds it
+        return f"Selection({self.select!r}, {self.extend_select!r}, {self.ignore!r})"
 
 
 class ConfigError(Exception):
