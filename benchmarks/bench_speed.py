@@ -3,7 +3,8 @@
     python benchmarks/bench_speed.py [--target DIR] [--repeat N] [--quick] [--whole-timeout S]
                                      [--lsp]
 
-- 40 fixable findings vs 1, in a 1,200-line file (`--output-format json`): limit 1.5x
+- 40 fixable findings vs 1, in a 1,200-line file (`--output-format json`): limit 1.5x; the
+  time per extra fixable finding, from files with 1, 10 and 40 (timed in turn, at least 5 rounds)
 - `cudalint check` of one small CUDA file vs `python -c "import libcst"`: limit 2x
 - for `torch/nn` and for the whole torch package (or --target and its `nn`, when it has one):
   a cold check vs `ruff check --select ALL --no-cache`: limit 3x (aim 1x); a second, cached
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import itertools
 import os
 import shutil
 import statistics
@@ -33,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +52,8 @@ class Figure:
     reference_seconds: float
     limit: float
     cut_short: bool = False  # stopped at its timeout: the ratio is a lower bound
+    # The 1-minute load average when the figure was taken (other processes skew it).
+    load: float = field(default_factory=lambda: os.getloadavg()[0])
 
     @property
     def ratio(self) -> float:
@@ -99,14 +103,67 @@ def training_script(cuda_calls: int, lines: int = 1200) -> str:
     return "".join(parts)
 
 
+FINDING_COUNTS = (1, 10, 40)
+# Checks one file again and again in one process, started once: what the check itself costs,
+# without the start-up that every command-line run pays alike.
+_IN_PROCESS = """
+import contextlib, io, sys, time
+from cudalint.cli import main
+rounds, paths = int(sys.argv[1]), sys.argv[2:]
+times = {path: [] for path in paths}
+for _ in range(rounds + 1):  # the first round imports the rules
+    for path in paths:
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["check", "--exit-zero", "--no-cache", "-j", "1", "--output-format", "json",
+                  path])
+        times[path].append(time.perf_counter() - start)
+for path in paths:
+    print(*times[path][1:])
+"""
+
+
 def findings_figure(folder: Path, repeat: int) -> Figure:
-    one, forty = folder / "one.py", folder / "forty.py"
-    one.write_text(training_script(1))
-    forty.write_text(training_script(40))
+    """40 fixable findings vs 1, and what each extra fixable finding costs (1, 10 and 40 of
+    them). The files are timed in turn, round after round, so that a change in the machine's
+    load hits them alike; each time is the median of at least 5 rounds."""
     command = [*CUDALINT, "--no-cache", "--output-format", "json"]
-    _warm([*command, str(one)])
-    return Figure("1,200 lines: 40 fixable findings", _time([*command, str(forty)], repeat),
-                  "the same file with 1", _time([*command, str(one)], repeat), 1.5)
+    paths = {count: folder / f"findings_{count}.py" for count in FINDING_COUNTS}
+    for count, path in paths.items():
+        path.write_text(training_script(count))
+        _warm([*command, str(path)])
+    rounds = max(repeat, 5)
+    runs: dict[int, list[float]] = {count: [] for count in FINDING_COUNTS}
+    for _ in range(rounds):
+        for count, path in paths.items():
+            runs[count].append(_time([*command, str(path)], 1))
+    seconds = {count: statistics.median(times) for count, times in runs.items()}
+    first, last = FINDING_COUNTS[0], FINDING_COUNTS[-1]
+    ratios = sorted(b / a for a, b in zip(runs[first], runs[last], strict=True))
+    print(f"fixable findings, each a median of {rounds} rounds ({_load()}):")
+    print(f"  command line: {_increments(seconds)}; {last} vs {first} round by round "
+          f"{ratios[0]:.2f}x to {ratios[-1]:.2f}x")
+    print(f"  in one process, start-up left out: {_increments(_in_process(paths, rounds))}")
+    return Figure(f"1,200 lines: {last} fixable findings", seconds[last],
+                  f"the same file with {first}", seconds[first], 1.5)
+
+
+def _in_process(paths: dict[int, Path], rounds: int) -> dict[int, float]:
+    done = subprocess.run([sys.executable, "-c", _IN_PROCESS, str(rounds),
+                           *(str(path) for path in paths.values())],
+                          capture_output=True, text=True, check=True, env=ENV)
+    lines = done.stdout.splitlines()
+    return {count: statistics.median(float(t) for t in line.split())
+            for count, line in zip(paths, lines, strict=True)}
+
+
+def _increments(seconds: dict[int, float]) -> str:
+    """The times, and the cost of each extra finding between one count and the next."""
+    counts = sorted(seconds)
+    times = ", ".join(f"{count}: {seconds[count] * 1000:.0f} ms" for count in counts)
+    steps = ", ".join(f"{(seconds[b] - seconds[a]) / (b - a) * 1000:+.1f} ms each from {a} to {b}"
+                      for a, b in itertools.pairwise(counts))
+    return f"{times} ({steps})"
 
 
 def small_file_figure(folder: Path, repeat: int) -> Figure:
@@ -160,12 +217,12 @@ def _default_target() -> Path | None:
 
 def _print(figures: Sequence[Figure]) -> None:
     print(f"\n{'figure':<40} {'s':>7}   {'reference':<36} {'s':>7} {'ratio':>8} {'limit':>6}"
-          f" {'met':>4}")
+          f" {'met':>4} {'load':>5}")
     for f in figures:
         met = "yes" if f.ratio <= f.limit else "NO"
         ratio = f"{'>' if f.cut_short else ''}{f.ratio:.2f}x"
         print(f"{f.name:<40} {f.seconds:>7.2f}   {f.reference:<36} {f.reference_seconds:>7.2f}"
-              f" {ratio:>8} {f.limit:>5.1f}x {met:>4}")
+              f" {ratio:>8} {f.limit:>5.1f}x {met:>4} {f.load:>5.1f}")
 
 
 def _load() -> str:

@@ -13,6 +13,7 @@ from libcst.metadata import CodeRange
 from cudalint.engine import imports
 from cudalint.engine.imports import Layout, Needs
 from cudalint.engine.report import NodeFix
+from cudalint.engine.sparse import text_lines
 from cudalint.finding import Edit, Position
 
 if TYPE_CHECKING:
@@ -79,24 +80,31 @@ def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings
 class EditPlanner:
     """The text edits of each fix of one module, as ruff reports them: the replaced node, the
     imports it needs, the imports it leaves unused. What every fix shares (the module's
-    layout, its imports, the uses of imported names) is computed once."""
+    layout, its imports) is computed once, and without generating the module's code when the
+    caller gives `starts` (where each top-level statement starts: cudalint.engine.outline) and
+    `text`; whether a fix removed an import's last use is counted only in the statements that
+    name it (`imports.ModuleUses`)."""
 
     def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange],
-                 settings: Settings, hidden: Hidden | None = None) -> None:
+                 settings: Settings, hidden: Hidden | None = None, *,
+                 starts: Sequence[int] | None = None, text: str | None = None) -> None:
         self.module = module
         self.positions = positions
         self.settings = settings
         # Functions LibCST did not read: a name they spell out may be a use of the import.
-        self.hidden_words = hidden.words if hidden else frozenset()
+        self.hidden = hidden
+        self._starts = starts
+        self._text = text
         self._layout: Layout | None = None
-        self._uses: dict[str, list[cst.CSTNode]] | None = None
+        self._uses: imports.ModuleUses | None = None
         self._imported: frozenset[str] | None = None
         self._added: dict[Needs, tuple[Edit, ...]] = {}
 
     @property
     def layout(self) -> Layout:
         if self._layout is None:
-            self._layout = Layout(self.module)
+            lines = text_lines(self._text) if self._text is not None else None
+            self._layout = Layout(self.module, self._starts, lines)
         return self._layout
 
     def edits(self, fix: NodeFix) -> tuple[Edit, ...]:
@@ -109,7 +117,7 @@ class EditPlanner:
             )
         ]
         needs = needs_of([fix])
-        edits += self._removals(fix, needs)
+        edits += self._removals(fix, needs, where.start.line - 1)
         if needs:
             edits += self._additions(needs)
         return tuple(edits)
@@ -121,7 +129,8 @@ class EditPlanner:
             self._added[needs] = tuple(e.as_edit() for e in line_edits)
         return self._added[needs]
 
-    def _removals(self, fix: NodeFix, needs: Needs) -> list[Edit]:
+    def _removals(self, fix: NodeFix, needs: Needs, line: int) -> list[Edit]:
+        """`line`: the fix's first line (0-based)."""
         if self._imported is None:
             self._imported = imports.imported_names(self.module)
         if not self._imported:
@@ -130,10 +139,16 @@ class EditPlanner:
         candidates = (self._imported & inside.keys()) - needs.helpers - needs.modules
         if not candidates:
             return []
-        if self._uses is None:
-            self._uses = imports.uses(self.module)
         kept = imports.uses(fix.replacement)
         unused = {name for name in candidates
-                  if len(self._uses.get(name, ())) == len(inside[name]) and not kept.get(name)
-                  and name not in self.hidden_words}
+                  if not kept.get(name) and not self._hidden_names(name)
+                  and self._module_uses().reads_exactly(name, len(inside[name]), line)}
         return [e.as_edit() for e in imports.removal_edits(self.layout, unused)]
+
+    def _hidden_names(self, name: str) -> bool:
+        return self.hidden is not None and name in self.hidden.words
+
+    def _module_uses(self) -> imports.ModuleUses:
+        if self._uses is None:
+            self._uses = imports.ModuleUses(self.layout)
+        return self._uses

@@ -10,8 +10,9 @@ no whole-module transform.
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -59,22 +60,62 @@ class _Statement:
 
 
 class Layout:
-    """Where each top-level statement of a module sits, in lines."""
+    """Where each top-level statement of a module sits, in lines. With `starts` (the line each
+    statement starts on, its leading lines included: cudalint.engine.outline) and `lines` (the
+    module's text as `ast` splits it: cudalint.engine.sparse.text_lines), no code is generated;
+    without them each statement's code is, and lines are counted as `str.splitlines` counts
+    them (as `apply` does)."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, starts: Sequence[int] | None = None,
+                 lines: Sequence[str] | None = None) -> None:
         self.module = module
         self.newline = module.default_newline
-        self.statements: list[_Statement] = []
-        line = len(module.header)
-        for node in module.body:
-            lead = len(node.leading_lines)
-            code = module.code_for_node(node)
-            lines = _count_lines(code)
-            blank = any(not ll.comment for ll in node.leading_lines)
-            self.statements.append(_Statement(node, line + lead, line + lines, blank))
-            line += lines
-        self.line_count = line
-        self.ends_with_newline = module.code.endswith(("\n", "\r"))
+        placed = _placed(module, starts, lines) if starts is not None and lines is not None \
+            else None
+        self.lines = lines if placed is not None else None
+        if placed is None or lines is None:
+            placed = _generated(module)
+            self.ends_with_newline = module.code.endswith(("\n", "\r"))
+        else:
+            self.ends_with_newline = bool(lines) and lines[-1].endswith(("\n", "\r"))
+        self.statements, self.line_count = placed
+
+    def index_at(self, line: int) -> int | None:
+        """The index of the statement on `line` (0-based), if any."""
+        index = bisect.bisect_right([s.first for s in self.statements], line) - 1
+        if index < 0 or line >= self.statements[index].end:
+            return None
+        return index
+
+
+def _generated(module: cst.Module) -> tuple[list[_Statement], int]:
+    statements = []
+    line = len(module.header)
+    for node in module.body:
+        lead = len(node.leading_lines)
+        lines = _count_lines(module.code_for_node(node))
+        statements.append(_Statement(node, line + lead, line + lines, _blank_before(node)))
+        line += lines
+    return statements, line
+
+
+def _placed(module: cst.Module, starts: Sequence[int], lines: Sequence[str],
+            ) -> tuple[list[_Statement], int] | None:
+    """The statements from where they start; None when `starts` does not fit the module."""
+    if len(starts) != len(module.body):
+        return None
+    if not starts:
+        return [], len(module.header)
+    line_count = len(lines) - len(module.footer)
+    if starts[0] - 1 != len(module.header) or starts[-1] > line_count:
+        return None
+    ends = [*(start - 1 for start in starts[1:]), line_count]
+    return [_Statement(node, start - 1 + len(node.leading_lines), end, _blank_before(node))
+            for node, start, end in zip(module.body, starts, ends, strict=True)], line_count
+
+
+def _blank_before(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> bool:
+    return any(not line.comment for line in statement.leading_lines)
 
 
 def _count_lines(text: str) -> int:
@@ -287,6 +328,56 @@ def uses(tree: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
     finder = _Uses()
     traversal.visit(tree, finder)
     return finder.names
+
+
+class ModuleUses:
+    """How many times a module reads a name (as `uses` counts them), counted one top-level
+    statement at a time and only in the statements that could read it: those whose text
+    spells the name, or holds an escape that could spell it in a string (`"\\x74orch"`).
+    Without the layout's text lines, the whole module is read once."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self._whole: dict[str, list[cst.CSTNode]] | None = None
+        self._texts: list[str] | None = None
+        self._escaped: list[bool] = []
+        self._counted: dict[int, dict[str, list[cst.CSTNode]]] = {}
+
+    def reads_exactly(self, name: str, count: int, line: int | None = None) -> bool:
+        """Whether the module reads `name` `count` times; the statement on `line` (0-based),
+        where the caller's node is, is counted first, and the count stops past `count`."""
+        if self.layout.lines is None:
+            if self._whole is None:
+                self._whole = uses(self.layout.module)
+            return len(self._whole.get(name, ())) == count
+        total = 0
+        for index in self._readers(name, line):
+            total += len(self._uses_in(index).get(name, ()))
+            if total > count:
+                return False
+        return total == count
+
+    def _readers(self, name: str, line: int | None) -> Iterator[int]:
+        if self._texts is None:
+            lines = self.layout.lines or ()
+            self._texts = ["".join(lines[s.first : s.end]) for s in self.layout.statements]
+            self._escaped = [_ESCAPE.search(text) is not None for text in self._texts]
+        first = self.layout.index_at(line) if line is not None else None
+        if first is not None:
+            yield first
+        for index, text in enumerate(self._texts):
+            if index != first and (self._escaped[index] or name in text):
+                yield index
+
+    def _uses_in(self, index: int) -> dict[str, list[cst.CSTNode]]:
+        if index not in self._counted:
+            self._counted[index] = uses(self.layout.statements[index].node)
+        return self._counted[index]
+
+
+# An escape that can put an identifier's letters into a string's value (`\x74`, `\u0074`,
+# `\N{...}`, octal), or a backslash-newline that joins two parts of one.
+_ESCAPE = re.compile(r"\\[xuUN0-7\r\n]")
 
 
 def removal_edits(layout: Layout, unused: Iterable[str]) -> list[LineEdit]:

@@ -177,7 +177,8 @@ def lint_python(
         return result
     positions = (whole_module_positions(parsed) if first_pass is None
                  else StatementPositions(parsed, first_pass, reported))
-    _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell)
+    _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell,
+                starts=None if first_pass is None else first_pass.starts)
     return result
 
 
@@ -228,11 +229,14 @@ def _positioned(
     *,
     want_edits: bool,
     cell: int | None,
+    starts: Sequence[int] | None = None,
 ) -> None:
+    """`starts`: where each top-level statement starts (the first pass's), for the edits."""
     module = ctx.module
     suppress = noqa.parse_python_noqa(result.text or "")
     seen: set[tuple[str, int, int]] = set()
-    planner = EditPlanner(module, positions, settings, ctx.hidden) if want_edits else None
+    planner = EditPlanner(module, positions, settings, ctx.hidden, starts=starts,
+                          text=result.text) if want_edits else None
     for report in ctx.reports:
         finding = _finding(report, positions[report.node], path, cell)
         key = (report.code, finding.location.row, finding.location.column)
