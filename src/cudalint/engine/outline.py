@@ -157,10 +157,12 @@ def _idle_statements(statements: list[_Statement], relevant: set[int]) -> set[in
 
 
 def _header(statements: list[_Statement]) -> int:
-    """The index of the last statement of the module's head: its imports, and the docstring,
-    dunder assignments and `pass` lines it starts with (where a fix inserts its import, whose
-    layout also looks at the statement after the head)."""
-    last_import = max((i for i, s in enumerate(statements) if _imports(s.first)), default=-1)
+    """The index of the last statement of the module's head: its imports (not a function's),
+    and the docstring, dunder assignments and `pass` lines it starts with (where a fix inserts
+    its import, whose layout also looks at the statement after the head)."""
+    last_import = max((i for i, s in enumerate(statements)
+                       if not isinstance(s.first, _SKIPPABLE) and b"import" in s.text
+                       and _imports(s.first)), default=-1)
     lead = 0
     while lead < len(statements) and _opens_module(statements[lead].first, lead):
         lead += 1

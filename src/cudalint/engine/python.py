@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from cudalint.engine import noqa
+from cudalint.engine import noqa, trusted_parse
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import EditPlanner
 from cudalint.engine.outline import Outline, blanked, outline, parse_quietly
@@ -56,7 +56,7 @@ def parse_both(data: bytes, path: Path) -> tuple[ast.Module, cst.Module] | Findi
 
 def _parse_cst(source: bytes, path: Path) -> cst.Module | Finding:
     try:
-        return cst.parse_module(source)
+        return trusted_parse.parse_module(source)
     except cst.ParserSyntaxError as error:
         return error_finding(path, f"SyntaxError: {error.message}", error.raw_line,
                              error.raw_column + 1)
