@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from cudalint.config import Config
+from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.python import lint_python
+from cudalint.engine.settings import Settings
 from cudalint.finding import Severity
+from cudalint.rules import all_rules
+from cudalint.rules.base import PythonRule
 from tests.lint import codes_at, findings, run_on
 
 ATTENTION = '''\
@@ -181,3 +186,20 @@ def test_noqa(tmp_path):
     source = "import cupy  # noqa: CUD201\nimport pycuda.autoinit\n"
     found = findings(tmp_path, source, codes=["CUD201"])
     assert codes_at(found) == [("CUD201", 2, 8)]
+
+
+def test_functions_are_read_where_they_import(tmp_path):
+    """Only a function that imports reports; one that merely uses a package is not read, and
+    an alias of `import_module` is followed into the function that calls it."""
+    source = (
+        "from importlib import import_module as load\n\n\n"
+        "def attention():\n    import xformers.ops\n    return xformers.ops\n\n\n"
+        "def by_name():\n    return load('xformers')\n\n\n"
+        "def uses(xformers, x):\n    return xformers, x\n"
+    )
+    found = findings(tmp_path, source, codes=["CUD201"])
+    assert codes_at(found) == [("CUD201", 5, 12), ("CUD201", 10, 12)]
+    rules = tuple(r for r in all_rules() if issubclass(r, PythonRule))
+    result = lint_python(source.encode(), tmp_path / "example.py", rules, Settings(),
+                         prefilter=Prefilter.for_rules(rules, Settings()))
+    assert result.module is not None and "return xformers, x" not in result.module.code
