@@ -5,7 +5,8 @@ and module dunders (`__author__ = ...`), after the last import of the leading im
 merged into an existing `from <helper> import ...`. An import (or one name of a `from`
 import) is removed only when the fixes removed its last use. Only top-level, one-statement
 import lines are touched; everything is computed from the module's top-level statements, with
-no whole-module transform.
+no whole-module transform, and (for a check's edits, `Layout` with `starts`) without
+generating the module's code: a name's uses are counted only in the statements that spell it.
 """
 
 from __future__ import annotations
@@ -70,19 +71,21 @@ class Layout:
                  lines: Sequence[str] | None = None) -> None:
         self.module = module
         self.newline = module.default_newline
-        placed = _placed(module, starts, lines) if starts is not None and lines is not None \
-            else None
-        self.lines = lines if placed is not None else None
-        if placed is None or lines is None:
+        placed = None
+        if starts is not None and lines is not None:
+            placed = _placed(module, starts, lines)
+            # LibCST's code drops a last lone "\r": the text the edits apply to has it.
+            self.ends_with_newline = bool(lines) and lines[-1].endswith(("\n", "\r"))
+        self.lines = lines if placed is not None else None  # None: lines as generated
+        if placed is None:
             placed = _generated(module)
             self.ends_with_newline = module.code.endswith(("\n", "\r"))
-        else:
-            self.ends_with_newline = bool(lines) and lines[-1].endswith(("\n", "\r"))
         self.statements, self.line_count = placed
+        self._firsts = [statement.first for statement in self.statements]
 
     def index_at(self, line: int) -> int | None:
         """The index of the statement on `line` (0-based), if any."""
-        index = bisect.bisect_right([s.first for s in self.statements], line) - 1
+        index = bisect.bisect_right(self._firsts, line) - 1
         if index < 0 or line >= self.statements[index].end:
             return None
         return index
