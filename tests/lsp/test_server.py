@@ -78,6 +78,8 @@ def test_open_publishes_findings_and_change_clears_them(server: Client, workspac
     assert found["CUD101"]["range"] == span(3, TWO_PROBLEMS, '"cuda:0"')
 
     assert doc.change("import torch\n\nmodel = torch.nn.Linear(2, 2)\n") == []
+    # The script checked before the first document (lsp/rehearsal.py) was never published.
+    assert {uri for uri, _ in server.published} == {doc.uri}
 
 
 def test_quick_fix_equals_the_cli_fix(server: Client, workspace: Path) -> None:

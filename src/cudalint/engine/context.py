@@ -6,7 +6,6 @@ instead of using LibCST's QualifiedNameProvider, which costs about ten times the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,10 +110,7 @@ class PythonContext:
         with a fix in most functions."""
         known = self._bare.get(name)
         if known is None:
-            code = self.code
-            known = self._bare[name] = any(
-                not _after_dot(code, found.start())
-                for found in re.finditer(rf"\b{re.escape(name)}\b", code))
+            known = self._bare[name] = _spells_bare(self.code, name)
         return known
 
     def helper_call(self, name: str, args: Sequence[cst.Arg] = ()) -> cst.Call:
@@ -291,6 +287,23 @@ def dotted_name(node: cst.BaseExpression | None) -> str:
 
 
 _BLANKS = " \t\f\r\n\\"  # what may stand between a dot and the attribute's name
+
+
+def _spells_bare(code: str, name: str) -> bool:
+    """Whether `code` holds `name` as a whole word not after a dot (`str.find`: a regex
+    starting with `\\b` scans the text a character at a time)."""
+    start = code.find(name)
+    while start >= 0:
+        end = start + len(name)
+        alone = not _in_word(code, start - 1) and not _in_word(code, end)
+        if alone and not _after_dot(code, start):
+            return True
+        start = code.find(name, end)
+    return False
+
+
+def _in_word(code: str, index: int) -> bool:
+    return 0 <= index < len(code) and (code[index].isalnum() or code[index] == "_")
 
 
 def _after_dot(code: str, start: int) -> bool:

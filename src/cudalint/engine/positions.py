@@ -12,8 +12,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
-from libcst.metadata.position_provider import PositionProvidingCodegenState
+from libcst.metadata import CodeRange
+
+from cudalint.engine.codegen_positions import positions_of
 
 if TYPE_CHECKING:
     from cudalint.engine.outline import Outline
@@ -70,16 +71,7 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
         self._generate(block.body[place[1]], starts[place[1]], [indent])
 
     def _generate(self, statement: cst.CSTNode, line: int, indent: list[str]) -> None:
-        provider = PositionProvider()
-        state = PositionProvidingCodegenState(
-            default_indent=self._module.default_indent,
-            default_newline=self._module.default_newline,
-            provider=provider,
-            indent_tokens=indent,
-            line=line,
-        )
-        statement._codegen(state)
-        self._known.update(provider._computed)  # type: ignore[arg-type]
+        self._known.update(positions_of(statement, self._module, line, indent))
 
     def _place_whole(self) -> None:
         if self._whole:
@@ -89,4 +81,4 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
 
 
 def whole_module_positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
-    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return positions_of(module, module)

@@ -23,7 +23,7 @@ from pygls.workspace import TextDocument
 from cudalint.config import ConfigError
 from cudalint.engine.python import BOM
 from cudalint.kinds import FileKind
-from cudalint.lsp import checker
+from cudalint.lsp import checker, rehearsal
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
 from cudalint.lsp.incremental import UnitCache
 from cudalint.lsp.published import Published
@@ -45,6 +45,8 @@ CHECK, ACTIONS, FIX = "check", "actions", "fix"
 # The cyclic garbage collector's thresholds once the server has loaded its rules (the default
 # is 700, 10, 10): see _settle_memory.
 GC_THRESHOLDS = (20_000, 20, 20)
+# The name the rehearsal's buffer is checked under (no file is read or written).
+REHEARSED = "cudalint-rehearsal.py"
 
 
 @dataclass(frozen=True)
@@ -172,13 +174,27 @@ class Linter:
         self.scheduler.stop()
 
     def warm_up(self) -> None:
-        """Load the rules and the workspace's configuration now, while the editor waits for
-        `initialize`, rather than in the first document's check."""
+        """Load the rules and the workspace's configuration now, and check a short script
+        with them, while the editor waits for `initialize`, rather than in the first
+        document's check."""
         roots = self._roots()
         if roots:
             with contextlib.suppress(ConfigError):  # each document's check reports it
-                self.projects.for_path(roots[0] / "__init__.py", roots)
+                project = self.projects.for_path(roots[0] / "__init__.py", roots)
+                self._rehearse(project, roots[0])
         _settle_memory()
+
+    def _rehearse(self, project: checker.Project, root: Path) -> None:
+        """Check `rehearsal.SCRIPT` as a buffer of `root` and drop what it found."""
+        path, text = root / REHEARSED, rehearsal.SCRIPT
+        try:
+            findings = checker.check_python_text(path, text, project,
+                                                 UnitCache(checker.fix_names()))
+            published = Published()
+            published.diagnostics(findings, Noqa(text, FileKind.PYTHON), self.encoding, None)
+            published.forget()
+        except Exception:  # a rule's bug shows in the documents' checks, not in initialize
+            logger.exception("checking %s before the first document failed", REHEARSED)
 
     @property
     def encoding(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -38,6 +39,13 @@ def _kernels() -> tuple[_Kernel, ...]:
                 tuple(e.get("values", ())))
         for e in tables.load("gpu_kernels.toml")["kernel"]
     )
+
+
+@cache
+def _any_kernel() -> re.Pattern[str]:
+    """Matches the names some kernel's `calls` match: most calls are none, and asking each
+    pattern of each kernel about every call cost a tenth of the rules' walk."""
+    return re.compile("|".join(fnmatch.translate(c) for k in _kernels() for c in k.calls))
 
 
 def _words() -> tuple[str, ...]:
@@ -135,7 +143,7 @@ class InlineGpuKernel(PythonRule):
 
     def _kernel(self, func: cst.BaseExpression, call: cst.Call | None) -> _Kernel | None:
         qualified = self.ctx.qualname(func)
-        if qualified is None:
+        if qualified is None or not _any_kernel().match(qualified):
             return None
         return next((k for k in _kernels() if k.matches(qualified, call)), None)
 
