@@ -216,18 +216,18 @@ def test_gitignore_is_not_read_when_respect_gitignore_is_off(capsys, tmp_path):
     ],
 )
 def test_an_entry_matches_itself_or_through_a_folder(lines, path, covers, matches):
-    from cudalint.discovery import _Patterns
+    from cudalint.discovery import _PathspecPatterns, _spec
 
-    spec = _Patterns.of(lines)
-    assert (spec.covers(path), spec.matches(path)) == (covers, matches)
+    for spec in (_spec(lines), _PathspecPatterns(lines)):  # translated where it can be
+        assert (spec.covers(path), spec.matches(path)) == (covers, matches)
 
 
 # What GitHub's Python .gitignore and this project's hold, and the shapes between them.
 _GLOBS = ["*.py[cod]", "*$py.class", "*.egg-info/", ".venv/", "/.whl/", "docs/_build/",
-          "build/*", "x/*/y", "*/gen", "/*.log", "foo*bar", "?x", "[!a]b", "[^a]b", "[a-c]*",
+          "build/*", "x/*/y", "*/gen", "/*.log", "foo*bar", "?x", "[a-c]*", "[Bb]uild/",
           "lib64/", "/site", "a/b", "a/b/", "cython_debug/", ".spyderproject", "*.sage.py",
           "trailing  ", "src/*.py", "a.b+c-d"]
-_PARTS = ["a", "b", "x", "y", "gen", "src", "docs", "_build", "build", "site", "lib64",
+_PARTS = ["a", "b", "Build", "x", "y", "gen", "src", "docs", "_build", "build", "site", "lib64",
           "m.pyc", "m.pyo", "m.py", "m$py.class", "pkg.egg-info", ".venv", ".whl", "foobar",
           "foo-bar", "ax", "xx", "bb", "cb", "ab", "trailing", "s.sage.py", "a.b+c-d", "r.log"]
 
@@ -237,20 +237,22 @@ def test_glob_patterns_match_as_pathspec_does_without_importing_it():
     pathspec translates them; a walk asks them what it asks pathspec, with the same answers."""
     import itertools
 
-    from cudalint.discovery import _PathspecPatterns, _Patterns, _spec
+    from cudalint.discovery import _Names, _PathspecPatterns, _Patterns, _spec
 
     for lines in [[glob] for glob in _GLOBS] + [_GLOBS, ["dist", "*.py[cod]", "a/b/"]]:
-        own, reference = _spec(lines), _Patterns.of(lines)
-        assert not isinstance(own, _PathspecPatterns), lines
+        own, reference = _spec(lines), _PathspecPatterns(lines)
+        assert isinstance(own, (_Names, _Patterns)), lines
         for depth in (1, 2, 3):
             for combo in itertools.product(_PARTS, repeat=depth):
-                for path in ("/".join(combo), "/".join(combo) + "/", "/w/" + "/".join(combo)):
+                joined = "/".join(combo)
+                for path in (joined, joined + "/", "/w/" + joined, "/w/" + joined + "/"):
                     assert own.covers(path) == reference.covers(path), (lines, path)
                     assert own.matches(path) == reference.matches(path), (lines, path)
 
 
 @pytest.mark.parametrize("line", ["!keep.py", "build/**", "**/gen", "a\\ b", "\\#x", "/", "*",
-                                  " lead", "a//b", "[/]x", "a[b"])
+                                  " lead", "a//b", "[/]x", "a[b", "[!a]b", "[^a]b",
+                                  "[+-0]x"])
 def test_other_patterns_are_left_to_pathspec(line):
     from cudalint.discovery import _PathspecPatterns, _spec
 

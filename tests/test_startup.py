@@ -28,7 +28,7 @@ _NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_devi
                       "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
                       "rich", "packaging", "pathspec", "cudalint.engine.pool",
                       "cudalint.engine.prefilter", "cudalint.runtime.helper", "shutil",
-                      "tomllib", "hashlib")
+                      "tomllib", "hashlib", "typing")
 
 
 def _imported(folder: Path, *args: str) -> tuple[str, set[str]]:
@@ -100,10 +100,10 @@ def test_plain_name_excludes_match_as_pathspec_does():
     import itertools
 
     from cudalint.config import DEFAULT_EXCLUDE
-    from cudalint.discovery import _Names, _Patterns, _spec
+    from cudalint.discovery import _Names, _PathspecPatterns, _spec
 
     lines = [*DEFAULT_EXCLUDE, "build.log", "my-dir", "# a comment", ""]
-    names, reference = _spec(lines), _Patterns.of(lines)
+    names, reference = _spec(lines), _PathspecPatterns(lines)
     assert isinstance(names, _Names)
     parts = ["src", "venv", ".venv", "dist", "x.py", "build.log", "dist2", "adist", "my-dir",
              "site-packages", "__pycache__", ".git"]

@@ -11,10 +11,13 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from cudalint import __version__
 from cudalint.commands import HelpFormatter
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("full", "concise", "json", "github", "gitlab", "junit", "sarif")

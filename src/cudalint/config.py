@@ -6,9 +6,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from cudalint.data import toml
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import Any
 
 # The torch a project is assumed to support when neither `target-torch` nor its own files
 # (requirements, pyproject, setup.py/cfg, environment.yml) say: a fixed version, never the
@@ -40,13 +43,21 @@ _TYPE_NAMES = {list: "a list", dict: "a table", str: "a string", int: "a whole n
                bool: "true or false"}
 
 
-class Selection(NamedTuple):
+class Selection:
     """One source's choice of rules (the configuration, the command line): its `select`
-    (None: it keeps what the sources before it chose), `extend-select` and `ignore`."""
+    (None: it keeps what the sources before it chose), `extend-select` and `ignore`. (A
+    plain class: a dataclass compiles its methods at import, in a replayed run's start-up.)"""
 
-    select: Sequence[str] | None
-    extend_select: Sequence[str] = ()
-    ignore: Sequence[str] = ()
+    __slots__ = ("extend_select", "ignore", "select")
+
+    def __init__(self, select: Sequence[str] | None, extend_select: Sequence[str] = (),
+                 ignore: Sequence[str] = ()) -> None:
+        self.select = select
+        self.extend_select = extend_select
+        self.ignore = ignore
+
+    def __repr__(self) -> str:  # the lint cache's key holds it
+        return f"Selection({self.select!r}, {self.extend_select!r}, {self.ignore!r})"
 
 
 class ConfigError(Exception):

@@ -21,7 +21,6 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
 
 from cudalint.config import Config, project_root
 from cudalint.engine.reader import read_text
@@ -86,16 +85,6 @@ def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
     return _covered(path.resolve(), False, project_root(config), _exclude_spec(config))
 
 
-class Spec(Protocol):
-    def covers(self, path: str) -> bool:
-        """Whether a pattern matches `path` (a folder's ends with "/") or a folder above it:
-        what --force-exclude asks of a path named explicitly."""
-
-    def matches(self, path: str) -> bool:
-        """Whether a pattern matches `path` itself, not through a folder above it: what a walk
-        asks of each entry, having entered no excluded folder below the one named."""
-
-
 class _Names:
     """Gitignore patterns that are all plain names (`.venv`, `dist`): each matches a file or
     folder of that name at any depth, and what lies below it. pathspec gives the same answers;
@@ -114,46 +103,54 @@ class _Names:
 
 
 class _Patterns:
-    """Gitignore patterns that include (no negation), as regexes (pathspec's translation):
-    a path is matched when one of them matches it."""
+    """Gitignore patterns that only include (no negation), translated as pathspec translates
+    them (`_translated`): a path is matched when one of them matches it. A walk asks each
+    entry whether a pattern matches it itself: a pattern without a slash is then matched with
+    the entry's name alone, not run along its whole path."""
 
-    def __init__(self, regexes: list[str]) -> None:
-        # The patterns joined (their groups unnamed, to join them): one match call for all.
-        self.unnamed = [_GROUP_NAME.sub("(?:", regex) for regex in regexes]
-        # A match of a path itself, to its end (not of a folder above it): what a walk asks.
-        self.itself = re.compile("|".join(f"(?:{regex})$" for regex in self.unnamed) or "(?!)")
+    def __init__(self, globs: list[Glob]) -> None:
+        self.globs = globs
+        ends = {True: "/$", False: "/?$"}  # the trailing slash of a folder: for a folder only
+        self.names = _joined([f"{body}{ends[folders]}" for anchored, folders, body in globs
+                              if not anchored])
+        self.paths = _joined([f"{body}{ends[folders]}" for anchored, folders, body in globs
+                              if anchored])
 
     @cached_property
     def any(self) -> re.Pattern[str]:
-        """A match of the path or of a folder above it."""
-        return re.compile("|".join(f"(?:{regex})" for regex in self.unnamed) or "(?!)")
-
-    @classmethod
-    def of(cls, lines: list[str]) -> _Patterns:
-        """Any gitignore patterns, through pathspec (imported only for such patterns)."""
-        import pathspec
-
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
-        return _PathspecPatterns(spec, [(p.regex, bool(p.include)) for p in spec.patterns
-                                        if p.include is not None and p.regex is not None])
+        """pathspec's regexes joined: a match of the path or of a folder above it."""
+        return _joined([("" if anchored else "(?:.+/)?") + body + ("/" if folders else "(?:/|$)")
+                        for anchored, folders, body in self.globs])
 
     def covers(self, path: str) -> bool:
-        """(With no negation, as here, a path is covered when any pattern matches it.)"""
+        """(With no negation, a path is covered when any pattern matches it.)"""
         return self.any.match(_normalized(path)) is not None
 
     def matches(self, path: str) -> bool:
-        return self.itself.match(path) is not None
+        folder = path.endswith("/")
+        name = (path[:-1] if folder else path).rpartition("/")[2]
+        if self.names.match(name + "/" * folder) is not None:
+            return True
+        return self.paths.match(path) is not None
 
 
-class _PathspecPatterns(_Patterns):
-    """Patterns only pathspec translates (negations, `**`, escapes): it also decides what a
-    negation re-includes below an excluded folder."""
+def _joined(regexes: list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{regex})" for regex in regexes) or "(?!)")
 
-    def __init__(self, spec: Any, patterns: list[tuple[re.Pattern[str], bool]]) -> None:
-        # (no super().__init__: `itself`, of no use here, is not compiled)
-        self.unnamed = [_GROUP_NAME.sub("(?:", regex.pattern) for regex, _ in patterns]
-        self.spec = spec
-        self.patterns = patterns
+
+class _PathspecPatterns:
+    """Any gitignore patterns, through pathspec (imported only for these): negations, `**`,
+    escapes. pathspec also decides what a negation re-includes below an excluded folder."""
+
+    def __init__(self, lines: list[str]) -> None:
+        import pathspec
+
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        self.patterns = [(p.regex, bool(p.include)) for p in self.spec.patterns
+                         if p.include is not None and p.regex is not None]
+        # One regex that any of them matches (their groups unnamed, to join them): most
+        # entries of a walk match none, and one match call rules them out.
+        self.any = _joined([_GROUP_NAME.sub("(?:", regex.pattern) for regex, _ in self.patterns])
 
     def covers(self, path: str) -> bool:
         return bool(self.spec.match_file(path))
@@ -168,6 +165,11 @@ class _PathspecPatterns(_Patterns):
         return decided
 
 
+# A spec answers two questions: `covers(path)`, whether a pattern matches `path` (a folder's
+# ends with "/") or a folder above it, what --force-exclude asks of a path named explicitly;
+# `matches(path)`, whether one matches `path` itself, not through a folder above it, what a
+# walk asks of each entry, having entered no excluded folder below the one named.
+Spec = _Names | _Patterns | _PathspecPatterns
 _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
 
@@ -196,37 +198,37 @@ def _spec(lines: list[str]) -> Spec:
     patterns = [line for line in lines if line.strip() and not line.startswith("#")]
     if all(_Names.PLAIN.fullmatch(line) for line in patterns):
         return _Names(patterns)
-    regexes = [_translated(line) for line in patterns]
-    translated = [regex for regex in regexes if regex is not None]
-    if len(translated) == len(regexes):
+    globs = [_translated(line) for line in patterns]
+    translated = [glob for glob in globs if glob is not None]
+    if len(translated) == len(globs):
         with contextlib.suppress(re.error):  # `[z-a]`: pathspec says what it makes of it
             return _Patterns(translated)
-    return _Patterns.of(lines)
+    return _PathspecPatterns(lines)
 
 
 # What `_translated` takes: globs of names and paths, with neither a negation (`!`), `**`,
-# escapes nor spaces (trailing spaces are dropped), and no `/` inside brackets.
-_SIMPLE = re.compile(r"(?:[^\s\\!\[\]]|\[[!^]?[^\s\\/\[\]]+\])+")
-_GLOB = re.compile(r"\*|\?|\[[!^]?[^\]]+\]")
+# escapes nor spaces (trailing spaces are dropped), and brackets of letters, digits and ranges
+# of them (pathspec's `[!a]` and `[+-0]` also match a slash, which no name holds).
+_SIMPLE = re.compile(r"(?:[^\s\\!\[\]]|\[(?:[A-Za-z0-9]-[A-Za-z0-9]|[\w.$+~@%,])+\])+")
+_GLOB = re.compile(r"\*|\?|\[[^\]]+\]")
+Glob = tuple[bool, bool, str]  # anchored (has a slash before its end), folders only, regex
 
 
-def _translated(line: str) -> str | None:
-    """The regex pathspec makes of one gitignore pattern (see `_SIMPLE`), or None for a
-    pattern left to pathspec: a name matches at any depth, a pattern with a slash before its
-    end from the .gitignore's folder, and one that ends with a slash only folders (and what
-    lies below them, the `ps_d` group)."""
+def _translated(line: str) -> Glob | None:
+    """One gitignore pattern (see `_SIMPLE`) as pathspec translates it, or None for one left
+    to pathspec: a name matches at any depth, a pattern with a slash before its end from the
+    .gitignore's folder, and one that ends with a slash only folders (and what lies below
+    them)."""
     pattern = line.rstrip(" ")
     if not _SIMPLE.fullmatch(pattern) or "**" in pattern:
         return None
-    folder_only = pattern.endswith("/")
-    body = pattern[:-1] if folder_only else pattern
+    folders = pattern.endswith("/")
+    body = pattern[:-1] if folders else pattern
     anchored = "/" in body
     segments = body.removeprefix("/").split("/")
     if not all(segments) or segments == ["*"]:
         return None  # `/`, `a//b`: left to pathspec, as is `*` (everything)
-    start = "^" if anchored else "^(?:.+/)?"
-    end = "(?P<ps_d>/)" if folder_only else "(?:(?P<ps_d>/)|$)"
-    return start + "/".join(_segment(s, len(segments) > 1) for s in segments) + end
+    return anchored, folders, "/".join(_segment(s, len(segments) > 1) for s in segments)
 
 
 def _segment(segment: str, in_path: bool) -> str:
@@ -238,13 +240,7 @@ def _segment(segment: str, in_path: bool) -> str:
     for glob in _GLOB.finditer(segment):
         parts.append(re.escape(segment[done:glob.start()]))
         text = glob.group()
-        if text == "*":
-            parts.append("[^/]*")
-        elif text == "?":
-            parts.append("[^/]")
-        else:
-            negated = text[1] in "!^"
-            parts.append(("[^" if negated else "[") + text[1 + negated:])
+        parts.append({"*": "[^/]*", "?": "[^/]"}.get(text, text))  # a bracket as it is
         done = glob.end()
     parts.append(re.escape(segment[done:]))
     return "".join(parts)

@@ -237,3 +237,31 @@ def test_two_runs_sharing_the_cache_keep_each_others_entries(project, capsys, mo
     capsys.readouterr()
     fresh = _check(capsys, "--output-format", "json", "--no-cache")
     assert _check(capsys, "--output-format", "json") == fresh
+
+
+def test_an_edited_cudalint_file_makes_new_keys(tmp_path, monkeypatch):
+    """The fingerprint of cudalint's own files (an editable install edited in place) changes
+    with a source or data file's size or time, and not with its bytecode."""
+    import os
+
+    import cudalint
+    from cudalint.engine.cache import _installed_files
+
+    package = tmp_path / "cudalint"
+    for name in ("__init__.py", "rules/cuda_method.py", "data/table.json", "README.md",
+                 "__pycache__/cli.cpython-311.pyc"):
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text("x = 1\n")
+    monkeypatch.setattr(cudalint, "__file__", str(package / "__init__.py"))
+    fingerprint = _installed_files.__wrapped__
+
+    first = fingerprint()
+    (package / "__pycache__" / "cli.cpython-311.pyc").write_text("other bytecode\n")
+    (package / "README.md").write_text("prose\n")
+    assert fingerprint() == first
+    (package / "rules" / "cuda_method.py").write_text("x = 2\n")  # same size, a later time
+    os.utime(package / "rules" / "cuda_method.py", ns=(1, 10**18))
+    second = fingerprint()
+    assert second != first
+    (package / "data" / "table.json").write_text("x = 22\n")
+    assert fingerprint() != second

@@ -7,13 +7,16 @@ import importlib
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
 
 from cudalint.config import Config, ConfigError, load_config, project_root
 from cudalint.discovery import MissingPathError
 from cudalint.engine.runner import FileReport, Interrupted, RunOptions, run
 from cudalint.output.printer import Printer
 from cudalint.output.progress import HUMAN_FORMATS, DelayedProgress, wants_progress
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import TextIO
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
@@ -25,15 +28,17 @@ def run_check(args: argparse.Namespace) -> int:
     problem = _usage_problem(args)
     if problem is not None:
         return _fail(problem)
-    from cudalint.commands import show, stdin
+    from cudalint.commands import stdin
 
     reading_stdin = stdin.wanted(args)
     options = _options(args, in_memory=reading_stdin)
     try:
         config = load_config(_config_start(args, reading_stdin), args.config)
-        if args.show_settings:
-            return show.settings(_shown_path(args, reading_stdin), config, options)
-        if args.show_files:
+        if args.show_settings or args.show_files:
+            from cudalint.commands import show
+
+            if args.show_settings:
+                return show.settings(_shown_path(args, reading_stdin), config, options)
             return show.files(args.paths or [Path(".")], config, options)
         if reading_stdin:
             reports = [stdin.check(args.stdin_filename, config, options)]

@@ -18,7 +18,10 @@ import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import Any
 
 FOLDER = Path(__file__).parent
 _FORMAT = 1  # bump when the layout of a parsed copy changes

@@ -26,10 +26,8 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import cudalint
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
@@ -39,7 +37,10 @@ try:  # the built-in BLAKE2: importing hashlib loads OpenSSL (5 ms, more than ev
 except ImportError:  # pragma: no cover - a Python built without it
     from hashlib import blake2b
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
+    from typing import Any
+
     from cudalint.engine.settings import Settings
     from cudalint.kinds import FileKind
 
@@ -56,25 +57,31 @@ _KEPT_INDEXES = 8  # configurations kept; the index written longest ago goes fir
 Status = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, device
 
 
-@dataclass(frozen=True)
+# Plain classes, not dataclasses: a dataclass compiles its methods at import, up to 1 ms each
+# in a replayed run's start-up.
 class Snapshot:
     """A file's content as the cache knows it, read or vouched for by an unchanged status."""
 
-    digest: str  # BLAKE2b (32 bytes) of the content
-    facts: Any  # what the caller learnt from the content (JSON), e.g. the tree scan's
-    status: Status | None  # None: changed too recently to stand for the content
+    __slots__ = ("digest", "facts", "status")
+
+    def __init__(self, digest: str, facts: Any, status: Status | None) -> None:
+        self.digest = digest  # BLAKE2b (32 bytes) of the content
+        self.facts = facts  # what the caller learnt from the content (JSON): the tree scan's
+        self.status = status  # None: changed too recently to stand for the content
 
     @classmethod
     def of(cls, data: bytes, facts: Any, status: Status | None) -> Snapshot:
         return cls(_digest(data).hexdigest(), facts, status)
 
 
-@dataclass(frozen=True)
 class Store:
     """What a worker needs to make an index entry for a file it checked (small, picklable)."""
 
-    folder: Path
-    salt: str
+    __slots__ = ("folder", "salt")
+
+    def __init__(self, folder: Path, salt: str) -> None:
+        self.folder = folder
+        self.salt = salt
 
     def key(self, path: Path, kind: FileKind, settings: Settings, digest: str) -> str:
         head = "\0".join((self.salt, os.path.abspath(path), kind.value, _settings(settings),
@@ -105,15 +112,15 @@ class Store:
         return self.folder / "text" / f"{key}.txt"
 
 
-@dataclass
 class Cache:
     """The index of one configuration, in the run's own process."""
 
-    store: Store
-    index: Path
-    files: dict[str, dict[str, Any]]
-    changed: dict[str, dict[str, Any]] = field(default_factory=dict)
-    _snapshots: dict[Path, Snapshot | None] = field(default_factory=dict)
+    def __init__(self, store: Store, index: Path, files: dict[str, dict[str, Any]]) -> None:
+        self.store = store
+        self.index = index
+        self.files = files
+        self.changed: dict[str, dict[str, Any]] = {}
+        self._snapshots: dict[Path, Snapshot | None] = {}
 
     @classmethod
     def open(cls, root: Path, want_edits: bool, selection: object) -> Cache | None:

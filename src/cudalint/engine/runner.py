@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, Selection
 from cudalint.discovery import discover
@@ -20,7 +19,10 @@ from cudalint.engine.settings import Settings
 from cudalint.finding import Finding, error_finding
 from cudalint.kinds import FileKind, SourceFile
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
+    from typing import Any
+
     from cudalint.engine.prefilter import Prefilter
     from cudalint.rules.base import FileRule, PythonRule, Rule
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from cudalint.data import toml
 from cudalint.engine.reader import read_text
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
+    from typing import Any
+
     from packaging.requirements import Requirement
 
     from cudalint.engine.settings import SetupFacts

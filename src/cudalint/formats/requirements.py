@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
     from packaging.markers import Marker
     from packaging.requirements import Requirement
@@ -93,6 +93,8 @@ def excluded_on_macos(marker: Marker | None) -> bool:
     (`sys_platform == "linux"`)."""
     if marker is None:
         return False
+    from typing import cast
+
     from packaging.markers import default_environment
 
     environment = cast("dict[str, str]", dict(default_environment()))

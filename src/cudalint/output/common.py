@@ -23,6 +23,8 @@ def found_before(report: FileReport) -> list[Finding]:
 
 def fixed(report: FileReport) -> Counter[tuple[str, Severity]]:
     """How many findings of each code and severity fixing made go away."""
+    if report.found is None:  # not fixed
+        return Counter()
     before = Counter((f.code or "syntax-error", f.severity) for f in found_before(report))
     after = Counter((f.code or "syntax-error", f.severity) for f in report.findings)
     return before - after

@@ -8,7 +8,10 @@ dropped and tabs expanded, so piped output is the same either way.
 from __future__ import annotations
 
 import os
-from typing import IO, Any
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 Piece = str | tuple[str, str]  # text, or (text, rich style)
 _CONTROL_CODES = str.maketrans("", "", "\x07\x08\x0b\x0c\r")

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import IO, Any
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 DELAY_S = 1.0  # a run that ends sooner shows no bar
 HUMAN_FORMATS = frozenset({"full", "concise"})

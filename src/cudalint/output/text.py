@@ -59,7 +59,7 @@ def excerpt(finding: Finding, lines: Sequence[str]) -> list[Piece]:
 
 def render_findings(reports: Sequence[FileReport], out: Printer, *, full: bool) -> None:
     for report in reports:
-        lines = (report.text or "").splitlines()
+        lines = (report.text or "").splitlines() if full and report.findings else []
         for finding in sorted(report.findings, key=Finding.sort_key):
             out.print(*headline(finding))
             if full and finding.code is not None and finding.cell is None:
