@@ -72,3 +72,27 @@ def test_a_run_that_ends_early_shows_no_bar():
     progress = DelayedProgress(_Terminal(), clock=lambda: now[0] + 2)
     progress(3, 3)
     assert not progress.shown
+
+
+def test_workers_take_the_largest_files_first_and_reports_keep_path_order(tmp_path, monkeypatch):
+    """The last file a worker checks is a small one, so the processes end together; the
+    reports come back in path order all the same."""
+    from cudalint.engine import pool, runner
+
+    sizes = {"a.py": 10, "b.py": 3_000, "c.py": 300, "d.py": 30_000}
+    for name, size in sizes.items():
+        (tmp_path / name).write_text("x = 1\n" + "#" * size + "\n")
+    tasks = [(tmp_path / name, "python", (), None, None) for name in sizes]
+    sent: list[str] = []
+
+    def run_all(function, items, jobs, progress, **_kwargs):
+        sent.extend(item[0].name for item in items)
+        return [runner.FileReport(item[0], []) for item in items], False
+
+    monkeypatch.setattr(pool, "run_all", run_all)
+    reports = runner.check_all(tasks, jobs=2)  # type: ignore[arg-type]
+    assert sent == ["d.py", "b.py", "c.py", "a.py"]
+    assert [r.path.name for r in reports] == ["a.py", "b.py", "c.py", "d.py"]
+    sent.clear()
+    runner.check_all(tasks, jobs=1)  # type: ignore[arg-type]
+    assert sent == ["a.py", "b.py", "c.py", "d.py"]

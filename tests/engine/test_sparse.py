@@ -156,6 +156,79 @@ def test_reused_units_are_not_read_and_have_no_findings() -> None:
     assert [(f.code, f.location.row) for f in result.findings] == [("CUD102", 22)]
 
 
+MODULE_LEVEL = """\
+\"\"\"Data loading.\"\"\"
+import os
+
+WORKERS = 2
+TABLE = {
+    "relu": 1,
+    "gelu": 2,
+}
+train_kwargs = {"batch_size": 64}
+cuda_kwargs = {"pin_memory": True}
+train_kwargs.update(cuda_kwargs)
+loader = DataLoader(ds, **train_kwargs)
+extra = {"num_workers": 2}
+pinned = DataLoader(ds, pin_memory=True, **extra)
+extra.update(timeout=5)
+a = 1; b = 2
+
+if __name__ == "__main__":
+    print(TABLE, os.getcwd())
+"""
+
+
+def test_module_level_statements_outside_every_flow_are_not_read() -> None:
+    """The table is read only by the `__main__` block, which names nothing either. Kept:
+    `loader` reads what `train_kwargs.update(cuda_kwargs)` changed (CUD603 follows it back to
+    the `pin_memory` set there), and
+    `extra.update(...)` changes what the reported `pinned` reads; `a = 1; b = 2` shares its
+    line; `WORKERS = 2` follows the imports (a fix's import looks at it)."""
+    sparse, whole = _check(MODULE_LEVEL, sparse=True), _check(MODULE_LEVEL, sparse=False)
+    assert sparse.module is not None
+    code = sparse.module.code
+    assert '"relu": 1' not in code and "print(TABLE" not in code
+    for kept in ('"""Data loading."""', 'train_kwargs = {"batch_size"', "loader = DataLoader",
+                 'extra = {"num_workers"', "extra.update(timeout=5)", "a = 1; b = 2",
+                 "WORKERS = 2"):
+        assert kept in code
+    assert [(f.code, f.location.row) for f in sparse.findings] == [("CUD603", 10),
+                                                                   ("CUD603", 14)]
+    assert sparse.findings == whole.findings
+
+
+def test_statements_among_the_imports_and_the_docstring_are_read() -> None:
+    """A fix's import goes after the module's head (its imports; or its docstring and dunder
+    assignments): the head stays in LibCST's view, with the statement after it."""
+    source = ('"""Tools."""\nimport sys\nsys.path.insert(0, "lib")\nimport torch\n\n'
+              'LIMIT = 3\nRETRIES = 2\n\n\ndef run(x):\n    return x.cuda()\n')
+    sparse = _check(source, sparse=True)
+    assert sparse.module is not None
+    assert 'sys.path.insert(0, "lib")' in sparse.module.code
+    assert "LIMIT = 3" in sparse.module.code and "RETRIES = 2" not in sparse.module.code
+    assert sparse.findings == _check(source, sparse=False).findings
+    bare = ('"""Tools."""\n__all__ = ["run"]\nLIMIT = 3\nRETRIES = 2\n\n\n'
+            'def run(x):\n    return x.cuda()\n')
+    bare_sparse = _check(bare, sparse=True)
+    assert bare_sparse.module is not None
+    assert all(kept in bare_sparse.module.code for kept in ('"""Tools."""', "__all__", "LIMIT"))
+    assert "RETRIES = 2" not in bare_sparse.module.code
+    assert bare_sparse.findings == _check(bare, sparse=False).findings
+
+
+def test_a_hidden_assignment_still_binds_its_name_for_the_fixes() -> None:
+    """A module-level `pick_device = ...` that LibCST does not read still keeps a fix from
+    calling the helper under that name."""
+    source = ("import torch\n\n\ndef train(model):\n    return model.to('cuda')\n\n\n"
+              "pick_device = None\n")
+    sparse, whole = _check(source, sparse=True), _check(source, sparse=False)
+    assert sparse.module is not None and "pick_device = None" not in sparse.module.code
+    assert sparse.findings == whole.findings
+    assert _check(source.replace("pick_device = None", "unused = None"), sparse=True).findings \
+        != sparse.findings
+
+
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: p.name)
 def test_fixtures_give_the_same_findings_and_fixes(path: Path) -> None:
     source = path.read_text(encoding="utf-8")

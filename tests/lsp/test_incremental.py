@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.training_file import training_file
+from cudalint.engine.sparse import leaves, units_of
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind
 from cudalint.lsp.checker import (
@@ -22,6 +23,7 @@ from cudalint.lsp.checker import (
     fix_names,
 )
 from cudalint.lsp.incremental import UnitCache
+from cudalint.lsp.unit_keys import Keys, facts_of, layout
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
@@ -262,3 +264,38 @@ def test_code_actions_of_some_rows_are_those_of_a_full_check(tmp_path: Path) -> 
         scoped = checker.rows(version, rows)
         assert on_rows(scoped, rows) == on_rows(full, rows), name
         assert len(scoped) < len(full), name  # it did not check everything
+
+
+MOVED = ("import torch\n\n\ndef f():\n    return torch.ones(1).cuda()\n\n\nprint(1)\n\n\n"
+         "def g():\n    pass\n")
+# f moves below the module-level statement, as it is: its rank among them changes.
+MOVED_DOWN = ("import torch\n\n\ndef g():\n    pass\n\n\nprint(1)\n\n\n"
+              "def f():\n    return torch.ones(1).cuda()\n")
+
+
+@pytest.mark.parametrize(("series", "least_taken"), [
+    ([text for _, text in versions(training_file(300))], 100),
+    ([MOVED, MOVED_DOWN], 0),
+], ids=["training script", "a unit moved"])
+def test_a_key_taken_from_the_last_version_is_the_key_made_afresh(
+        series: list[str], least_taken: int) -> None:
+    """Edit after edit, each unit's key (unit_keys.Keys) is the one a check without the last
+    version's keys makes; keys are taken from the last version where they can be."""
+    known: dict[object, bytes] = {}
+    taken = 0
+    for index, version in enumerate(series):
+        data = version.encode()
+        tree = ast.parse(data)
+        lines = data.splitlines()
+        found = layout(lines, tree)
+        units = {unit.first: unit for unit in leaves(units_of(data, tree))
+                 if unit.first in found.units}
+        facts = {first: facts_of(found.units[first][0], unit.text, lines)
+                 for first, unit in units.items()}
+        keys = Keys(found, facts, data, fix_names(), known)
+        fresh = Keys(found, facts, data, fix_names())
+        for first, unit in units.items():
+            assert keys.key(first, unit.text) == fresh.key(first, unit.text), (index, first)
+        taken += sum(memo in known for memo in keys.made)
+        known = keys.made
+    assert taken >= least_taken

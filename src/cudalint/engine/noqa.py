@@ -31,9 +31,13 @@ def parse_noqa(lines: Sequence[str]) -> NoqaMap:
     return found
 
 
-def parse_python_noqa(source: str) -> NoqaMap:
-    """As parse_noqa, reading only real comments: a `# noqa` inside a string is prose."""
+def parse_python_noqa(source: str, rows: Iterable[int] | None = None) -> NoqaMap:
+    """As parse_noqa, reading only real comments: a `# noqa` inside a string is prose.
+    `rows`: the only rows the caller asks about (tokenizing a file costs more than checking
+    it when its findings' rows say nothing of noqa)."""
     if "noqa" not in source and "NOQA" not in source:
+        return {}
+    if rows is not None and not _mentioned(source, rows):
         return {}
     comments = [""] * (source.count("\n") + 2)
     try:
@@ -43,6 +47,21 @@ def parse_python_noqa(source: str) -> NoqaMap:
     except (tokenize.TokenError, SyntaxError):
         return parse_noqa(source.splitlines())
     return parse_noqa(comments)
+
+
+def _mentioned(source: str, rows: Iterable[int]) -> bool:
+    """Whether one of the 1-based `rows` of `source` says noqa."""
+    starts = [0, *(match.end() for match in _LINE_END.finditer(source))]
+    for row in rows:
+        if 0 < row <= len(starts):
+            end = starts[row] if row < len(starts) else len(source)
+            line = source[starts[row - 1]:end]
+            if "noqa" in line or "NOQA" in line:
+                return True
+    return False
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def is_suppressed(finding: Finding, noqa: NoqaMap) -> bool:

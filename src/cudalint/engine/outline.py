@@ -5,10 +5,10 @@ the LibCST traversal may skip when the whole file was parsed (`--fix` parses it 
 A top-level function or class, or a method of a top-level class, is skipped when its text names
 nothing the enabled rules look for: none of their keywords or words (cudalint.engine.prefilter)
 and no name bound by a relevant top-level statement (`from torch.cuda import amp` makes `amp`
-worth a look, `DEVICE = "cuda"` makes `DEVICE` one). Imports, assignments and every other
-top-level statement are always visited, so the rules still see the file's aliases and
-module-level values. LibCST stays the engine of record: it parses every relevant statement, and
-the rules visit LibCST nodes.
+worth a look, `DEVICE = "cuda"` makes `DEVICE` one). The module's head (imports, docstring) and
+every other top-level statement a rule's flow may reach are visited, so the rules still see the
+file's aliases and module-level values (`_idle_statements`). LibCST stays the engine of record:
+it parses every relevant statement, and the rules visit LibCST nodes.
 """
 
 from __future__ import annotations
@@ -107,7 +107,133 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
         found.extend(m for m in unit.methods
                      if not prefilter.matches_code(m.text, m.node, m.first)
                      and triggers.isdisjoint(m.words))
+    for index in _idle_statements(statements, relevant):
+        statement = statements[index]
+        found.append(Unit(first_line(statement.first), _last_line(statement.nodes),
+                          statement.text, statement.first))
     return found
+
+
+def _idle_statements(statements: list[_Statement], relevant: set[int]) -> set[int]:
+    """The top-level statements other than functions and classes that LibCST need not read:
+    after the module's docstring and imports (where a fix puts its import), naming nothing
+    the rules look for, alone on their lines, and outside every flow a rule may follow: they
+    read no name that a relevant statement binds or changes (`kw.update(cuda_kw)`; the rules
+    resolve names through module-level statements), and bind or change no name that the code
+    LibCST reads names."""
+    idle = {i for i in range(_header(statements) + 2, len(statements))
+            if i not in relevant and not isinstance(statements[i].first, _SKIPPABLE)
+            and _alone(statements, i)}
+    if not idle:
+        return idle
+    modules = _imported(statements)
+    binds: dict[int, set[bytes]] = {}
+
+    def bound(index: int) -> set[bytes]:
+        if index not in binds:
+            binds[index] = _binds(statements[index].first, modules)
+        return binds[index]
+
+    flowing: set[bytes] = set()  # what relevant statements, and those they flow into, bind
+    read: set[bytes] = set()  # the words of what LibCST reads
+    for index, statement in enumerate(statements):
+        if index in relevant and not isinstance(statement.first, _SKIPPABLE):
+            flowing |= bound(index)
+        if index not in idle and (index in relevant
+                                  or not isinstance(statement.first, _SKIPPABLE)):
+            read |= statement.words
+    while idle:
+        fed = {i for i in idle if not flowing.isdisjoint(statements[i].words)}
+        needed = fed | {i for i in idle - fed if not statements[i].words.isdisjoint(read)
+                        and not bound(i).isdisjoint(read)}
+        if not needed:
+            break
+        idle -= needed
+        for index in needed:
+            read |= statements[index].words
+        for index in fed:
+            flowing |= bound(index)
+    return idle
+
+
+def _header(statements: list[_Statement]) -> int:
+    """The index of the last statement of the module's head: its imports, and the docstring,
+    dunder assignments and `pass` lines it starts with (where a fix inserts its import, whose
+    layout also looks at the statement after the head)."""
+    last_import = max((i for i, s in enumerate(statements) if _imports(s.first)), default=-1)
+    lead = 0
+    while lead < len(statements) and _opens_module(statements[lead].first, lead):
+        lead += 1
+    return max(last_import, lead - 1)
+
+
+def _imports(node: ast.stmt) -> bool:
+    return any(isinstance(inner, (ast.Import, ast.ImportFrom)) for inner in ast.walk(node))
+
+
+def _opens_module(node: ast.stmt, index: int) -> bool:
+    """A docstring (the first statement), a dunder assignment, `pass` or an import."""
+    if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+        return True
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return all(isinstance(t, ast.Name) and t.id.startswith("__") and t.id.endswith("__")
+                   for t in targets)
+    return isinstance(node, ast.Pass) or _imports(node)
+
+
+def _alone(statements: list[_Statement], index: int) -> bool:
+    """No other statement shares a line with the `index`-th (`a = 1; b = 2`)."""
+    first, last = first_line(statements[index].first), _last_line(statements[index].nodes)
+    before = index == 0 or _last_line(statements[index - 1].nodes) < first
+    after = index + 1 == len(statements) or first_line(statements[index + 1].first) > last
+    return before and after
+
+
+def _binds(node: ast.stmt, modules: set[str]) -> set[bytes]:
+    """Every name a statement binds or changes, at any depth: assigned, looped over, caught,
+    defined, or changed through an attribute, an item or a method (`kw.update(...)`; not
+    `os.getcwd()`, a call on an imported name)."""
+    names: set[str] = set()
+    changed: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
+            names.add(inner.id)
+        elif isinstance(inner, (ast.Attribute, ast.Subscript)) \
+                and not isinstance(inner.ctx, ast.Load):
+            changed.update(_base(inner))
+        elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+            changed.update(_base(inner.func))
+        elif isinstance(inner, (*_SKIPPABLE, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+            name = getattr(inner, "name", None)
+            if name:
+                names.add(name)
+        elif isinstance(inner, (ast.Global, ast.Nonlocal)):
+            names.update(inner.names)
+        elif isinstance(inner, ast.MatchMapping) and inner.rest:
+            names.add(inner.rest)
+    return {name.encode() for name in names | (changed - modules)}
+
+
+def _imported(statements: list[_Statement]) -> set[str]:
+    """The names the module's top-level code imports (`os` for `import os.path`)."""
+    names: set[str] = set()
+    for statement in statements:
+        if isinstance(statement.first, _SKIPPABLE) or b"import" not in statement.text:
+            continue
+        for inner in ast.walk(statement.first):
+            if isinstance(inner, ast.Import):
+                names.update(a.asname or a.name.split(".")[0] for a in inner.names)
+            elif isinstance(inner, ast.ImportFrom):
+                names.update(a.asname or a.name for a in inner.names)
+    return names
+
+
+def _base(node: ast.expr) -> list[str]:
+    """The name an attribute or item chain starts from (`a` in `a.b[0].c`), if a name."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return [node.id] if isinstance(node, ast.Name) else []
 
 
 def _statements(
@@ -192,15 +318,20 @@ def _relevant(
     (a statement using one of those names is relevant too)."""
     everything = set(range(len(statements)))
     relevant = {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
+    sites: dict[int, list[_Site]] = {}
     triggers: set[bytes] = set()
     while True:
+        bound: set[bytes] = set()
         for index in relevant:
-            triggers.update(_bound(statements[index].nodes))
-        more = {i for i in everything - relevant if not triggers.isdisjoint(statements[i].words)}
-        if not more:
+            if index not in sites:
+                sites[index] = _sites(statements[index], prefilter)
+            bound.update(*(site.names for site in sites[index]
+                           if site.named or not triggers.isdisjoint(site.words)))
+        more = {i for i in everything - relevant if not bound.isdisjoint(statements[i].words)}
+        if bound <= triggers and not more:
             return relevant, triggers
+        triggers |= bound
         relevant |= more
-
 
 
 def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
@@ -212,20 +343,92 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
     return prefilter.matches(statement.text)
 
 
+@dataclass(frozen=True)
+class _Site:
+    """A statement, or a compound statement's header, inside a top-level statement, and the
+    names it binds where their uses need not spell out what they hold (`_bound`)."""
+
+    names: frozenset[bytes]
+    named: bool  # its lines name a rule's term
+    words: frozenset[bytes]  # the identifiers of its lines
+
+
+def _sites(statement: _Statement, prefilter: Prefilter) -> list[_Site]:
+    """Where a relevant top-level statement binds names: a name bound inside a compound
+    statement (`if TYPE_CHECKING:` importing ten names) is a trigger only where the statement
+    binding it (an import, an assignment, a loop's header) names a term or a trigger."""
+    if len(statement.nodes) > 1 or not isinstance(statement.first, _COMPOUND):
+        names = _bound(statement.nodes)
+        return [_Site(frozenset(names), True, frozenset())] if names else []
+    lines = statement.text.splitlines(keepends=True)
+    top = first_line(statement.first)
+    found = []
+    for first, last, names in _binding_places(statement.first):
+        text = b"".join(lines[first - top : last - top + 1])
+        found.append(_Site(frozenset(names), prefilter.matches(text),
+                           frozenset(_IDENTIFIER.findall(text))))
+    return found
+
+
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+             ast.TryStar, ast.Match)
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _binding_places(node: ast.stmt) -> list[tuple[int, int, set[bytes]]]:
+    """(first line, last line, names) of each statement or compound header in `node` that
+    binds names (as `_bound` counts them)."""
+    found = []
+    for inner in ast.walk(node):
+        if not isinstance(inner, (ast.stmt, ast.excepthandler)) or isinstance(inner, _SKIPPABLE):
+            continue
+        if not isinstance(inner, (*_COMPOUND, ast.excepthandler)):
+            names = _bound([inner])
+            if names:
+                found.append((inner.lineno, inner.end_lineno or inner.lineno, names))
+            continue
+        header = [value for name, value in ast.iter_fields(inner) if name not in _BLOCK_FIELDS]
+        parts = [part for value in header
+                 for part in (value if isinstance(value, list) else [value])
+                 if isinstance(part, ast.AST)]
+        names = _stored(parts)
+        if isinstance(inner, ast.ExceptHandler) and inner.name:
+            names.add(inner.name.encode())
+        if names:
+            last = max([inner.lineno, *(getattr(p, "end_lineno", 0) or 0 for p in parts)])
+            found.append((inner.lineno, last, names))
+    return found
+
+
+def _stored(parts: list[ast.AST]) -> set[bytes]:
+    """The names stored in these expressions (a loop's target, `with ... as x`, a walrus),
+    not a comprehension's own variables."""
+    names: set[bytes] = set()
+    local: set[int] = set()
+    for part in parts:
+        for inner in ast.walk(part):
+            if isinstance(inner, ast.comprehension):
+                local.update(id(n) for n in ast.walk(inner.target))
+            elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) \
+                    and id(inner) not in local:
+                names.add(inner.id.encode())
+    return names
+
+
 def _bound(nodes: list[ast.stmt]) -> set[bytes]:
     """Names a top-level statement binds where their uses need not spell out what they hold:
     aliases (`import a.b as c`, `from a import b`) and assigned names. `import a.b` is left
     out: its uses say `a.b` in full. So are the names of functions and classes: no rule
-    follows a call into the function it calls, or a class into its uses."""
-    names: set[str] = set()
+    follows a call into the function it calls, or a class into its uses; and the targets of
+    comprehensions, which bind nothing outside them."""
+    names: set[bytes] = set()
     for node in nodes:
         if isinstance(node, _SKIPPABLE):
             continue
         for inner in ast.walk(node):
             if isinstance(inner, ast.Import):
-                names.update(alias.asname for alias in inner.names if alias.asname)
+                names.update(alias.asname.encode() for alias in inner.names if alias.asname)
             elif isinstance(inner, ast.ImportFrom):
-                names.update(alias.asname or alias.name for alias in inner.names)
-            elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
-                names.add(inner.id)
-    return {name.encode() for name in names}
+                names.update((alias.asname or alias.name).encode() for alias in inner.names)
+        names |= _stored([node])
+    return names

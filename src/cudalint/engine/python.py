@@ -233,12 +233,14 @@ def _positioned(
 ) -> None:
     """`starts`: where each top-level statement starts (the first pass's), for the edits."""
     module = ctx.module
-    suppress = noqa.parse_python_noqa(result.text or "")
+    found = [(report, _finding(report, positions[report.node], path, cell))
+             for report in ctx.reports]
+    rows = {row for _, f in found for row in (f.location.row, f.end_location.row)}
+    suppress = noqa.parse_python_noqa(result.text or "", rows)
     seen: set[tuple[str, int, int]] = set()
     planner = EditPlanner(module, positions, settings, ctx.hidden, starts=starts,
                           text=result.text) if want_edits else None
-    for report in ctx.reports:
-        finding = _finding(report, positions[report.node], path, cell)
+    for report, finding in found:
         key = (report.code, finding.location.row, finding.location.column)
         if key in seen or noqa.is_suppressed(finding, suppress):
             continue

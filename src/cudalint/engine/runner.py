@@ -270,11 +270,26 @@ def check_all(tasks: Sequence[Task], jobs: int,
     from cudalint.engine import pool  # multiprocessing: only when a run checks files
 
     function = _check_task if jobs < 2 else _check_in_worker
-    reports, interrupted = pool.run_all(function, tasks, jobs, progress,
+    ordered = tasks if jobs < 2 else _largest_first(tasks)
+    reports, interrupted = pool.run_all(function, ordered, jobs, progress,
                                         on_death=_died_on, memory_limit=memory_limit)
+    if ordered is not tasks:
+        reports.sort(key=lambda report: report.path)
     if interrupted:
         raise Interrupted(reports)
     return reports
+
+
+def _largest_first(tasks: Sequence[Task]) -> list[Task]:
+    """The tasks, largest file first: the processes then end together, rather than one
+    checking the largest file alone at the end (a file's cost grows with its size)."""
+    def size(task: Task) -> int:
+        try:
+            return os.stat(task[0]).st_size
+        except OSError:
+            return 0
+
+    return sorted(tasks, key=size, reverse=True)
 
 
 def _check_task(task: Task) -> FileReport:

@@ -2,7 +2,8 @@
 
 LibCST's parse costs about ten times CPython's, and most functions of a large file name nothing
 the rules look for. The first pass (cudalint.engine.outline) finds those units: top-level
-functions and classes, and methods of top-level classes. They are blanked before LibCST reads
+functions and classes, methods of top-level classes, and the other top-level statements outside
+every flow a rule follows (a table of data after the imports). They are blanked before LibCST reads
 the file: every line of a unit is emptied (a method keeps a `pass`, so its class stays valid),
 which keeps every other line, and so every position, where it was. What whole-module questions
 still need to know about the blanked units (their names, the words they use, the names they
@@ -29,7 +30,8 @@ _UNITS = (*_FUNCTIONS, ast.ClassDef)
 
 @dataclass(frozen=True, eq=False)
 class Unit:
-    """A top-level function or class, or a method of a top-level class."""
+    """A top-level function or class, or a method of a top-level class (what `units_of`
+    finds); or another top-level statement the first pass hides."""
 
     first: int  # its first line (1-based; its decorators included)
     last: int  # its last line
@@ -117,7 +119,17 @@ class Hidden:
 
     @cached_property
     def top_level_names(self) -> frozenset[str]:
-        return frozenset(unit.name for unit in self.units if unit.top_level)
+        """What their top-level definitions and `name = ...` statements bind (as
+        cudalint.engine.context counts the module's)."""
+        names: set[str] = set()
+        for unit in self.units:
+            if not unit.top_level:
+                continue
+            if isinstance(unit.node, ast.Assign):
+                names.update(t.id for t in unit.node.targets if isinstance(t, ast.Name))
+            elif unit.name:
+                names.add(unit.name)
+        return frozenset(names)
 
     @cached_property
     def assigned(self) -> dict[str, list[ast.expr]]:

@@ -54,6 +54,7 @@ class UnitCache:
         self._scope: Hashable = None
         self._entries: dict[tuple[bytes, bytes], Entry] = {}
         self._facts: dict[bytes, Facts] = {}
+        self._keys: dict[Hashable, bytes] = {}  # the last check's keys (unit_keys.Keys)
         self.reused = 0  # units whose findings came from the cache, all checks together
 
     def plan(self, data: bytes, tree: ast.Module, units: Sequence[Unit],
@@ -61,15 +62,16 @@ class UnitCache:
         """The decisions for checking `data` (its `ast` tree, its leaf units) under `scope`
         (the rules and settings: entries made under others are dropped)."""
         if scope != self._scope:
-            self._scope, self._entries = scope, {}
+            self._scope, self._entries, self._keys = scope, {}, {}
         lines = data.splitlines()  # as the parser counts lines: \n, \r\n or \r
         found = layout(lines, tree)
         by_first = {unit.first: unit for unit in units if unit.first in found.units}
         facts = {first: self._facts_of(unit, found.units[first][0], lines)
                  for first, unit in by_first.items()}
         self._facts = {unit.text: facts[first] for first, unit in by_first.items()}
-        keys = Keys(found, facts, data, self.special)
-        plan = Plan({first: keys.key(first) for first in by_first})
+        keys = Keys(found, facts, data, self.special, self._keys)
+        plan = Plan({first: keys.key(first, unit.text) for first, unit in by_first.items()})
+        self._keys = keys.made
         # A unit whose import or `global` other units see is walked whenever they are.
         plan.blank = {first: entry for first, unit in by_first.items()
                       if not facts[first].reaching

@@ -19,7 +19,7 @@ import bisect
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -146,10 +146,16 @@ def _attribute_targets(targets: Iterable[ast.expr]) -> Iterable[ast.Attribute]:
 
 class Keys:
     """The key of each leaf unit of one version of a module. What several keys hold (the
-    statements other units and the module level assign or import) is hashed once."""
+    statements other units and the module level assign or import) is hashed once.
+
+    `known` holds the keys of an earlier version: a key is a function of the module's
+    tables (`signature`: the statements outside units, the assignments and imports in
+    source order, the top-level names), the unit's text, its rank among those statements
+    and its class's `self.attr = ...`; a unit alike in all four takes the key it had."""
 
     def __init__(self, found: Layout, facts: Mapping[int, Facts], data: bytes,
-                 special: frozenset[str]) -> None:
+                 special: frozenset[str], known: Mapping[Hashable, bytes] | None = None,
+                 ) -> None:
         self.layout, self.facts, self.special = found, facts, special
         outside = b"\0".join(text for _, text in found.outside)
         self._common = (_digest(outside), tuple(word in data for word in FILE_WORDS))
@@ -166,8 +172,29 @@ class Keys:
                     (attr, _digest(text)) for attr, text in facts[first].attributes)
         self._imports = [(first, _digest(b"\0".join(facts[first].imports)))
                          for first in sorted(facts) if facts[first].imports]
+        self._assign_lines = [line for line, _, _ in self._assigns]
+        self._import_lines = [line for line, _ in self._imports]
+        self.signature = _digest(repr((
+            self._common, [(sorted(targets), text) for _, targets, text in self._assigns],
+            sorted(self._assigned.items()), [text for _, text in self._imports],
+            sorted(found.top_names))).encode())
+        self._known = known or {}
+        self.made: dict[Hashable, bytes] = {}  # this version's keys, for the next one's `known`
 
-    def key(self, first: int) -> bytes:
+    def key(self, first: int, text: bytes) -> bytes:
+        """The key of the unit starting at `first` whose text is `text`."""
+        owner = self.layout.units[first][1]
+        memo = (self.signature, text, bisect.bisect_left(self._outside_lines, first),
+                bisect.bisect_left(self._assign_lines, first),
+                bisect.bisect_left(self._import_lines, first), first in self._import_lines,
+                tuple(self._attributes.get(id(owner), ())) if owner is not None else None)
+        key = self._known.get(memo)
+        if key is None:
+            key = self._key(first)
+        self.made[memo] = key
+        return key
+
+    def _key(self, first: int) -> bytes:
         owner = self.layout.units[first][1]
         names = self.facts[first].names | self.special
         parts = (

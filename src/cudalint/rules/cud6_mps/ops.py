@@ -97,9 +97,11 @@ class OpWithoutMpsKernel(PythonRule):
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
         """A reported call names one of the table's calls that lack an MPS kernel: where it
-        is called (`torch.mode(x)`, `x.mode(dim=1)`), not `self.mode = mode` or `mode="fan_in"`."""
+        is called (`torch.mode(x)`, `x.mode(dim=1)`), not `self.mode = mode` or `mode="fan_in"`.
+        A statement setting the CPU fallback changes the findings' message: it is read too."""
         major, minor = settings.target_torch
-        return Terms(calls=load_coverage(f"{major}.{minor}").missing_call_names)
+        return Terms(keywords=(_FALLBACK_VARIABLE,),
+                     calls=load_coverage(f"{major}.{minor}").missing_call_names)
 
     def visit_Call(self, node: cst.Call) -> None:
         if self._on_cpu(node):
