@@ -160,7 +160,9 @@ def _header(statements: list[_Statement]) -> int:
     """The index of the last statement of the module's head: its imports, and the docstring,
     dunder assignments and `pass` lines it starts with (where a fix inserts its import, whose
     layout also looks at the statement after the head)."""
-    last_import = max((i for i, s in enumerate(statements) if _imports(s.first)), default=-1)
+    # A statement whose text lacks the word holds no import: most are not walked.
+    last_import = max((i for i, s in enumerate(statements)
+                       if b"import" in s.words and _imports(s.first)), default=-1)
     lead = 0
     while lead < len(statements) and _opens_module(statements[lead].first, lead):
         lead += 1
