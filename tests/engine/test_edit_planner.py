@@ -13,7 +13,7 @@ from typing import Any
 import libcst as cst
 import pytest
 
-from cudalint.engine import imports, python
+from cudalint.engine import fixer, imports, python
 from cudalint.engine.context import Settings
 from cudalint.engine.fixer import EditPlanner
 from cudalint.engine.outline import outline
@@ -213,3 +213,44 @@ def test_generated_modules_have_findings_with_import_edits() -> None:
 def _removes_torch(result: PythonResult) -> bool:
     return any(e.content == "" and e.location.row == 1 for f in result.findings
                if f.fix is not None for e in f.fix.edits)
+
+
+class _EagerLayout(imports.Layout):
+    """Every statement's code generated at once, as before."""
+
+    def __init__(self, module: cst.Module, *args: Any) -> None:
+        super().__init__(module, *args)
+        assert self.statements is not None
+
+
+def _whole_unused(before: cst.Module, after: cst.Module, keep: imports.Needs,
+                  replaced: Any = None) -> set[str]:
+    return _UNUSED_AFTER(before, after, keep)
+
+
+_UNUSED_AFTER = imports.unused_after
+
+
+@pytest.mark.parametrize(("name", "source"), _SOURCES, ids=[name for name, _ in _SOURCES])
+def test_fix_writes_what_the_whole_module_computation_writes(
+    monkeypatch: pytest.MonkeyPatch, name: str, source: str
+) -> None:
+    """`--fix`: the layout generates only the statements up to the import edits, and only the
+    names the replaced nodes read may have lost their last use."""
+    result = _check(source, sparse=False)
+    if result.module is None or not result.fixes:
+        return
+    fixes = [fix for _finding, fix, _where in result.fixes]
+    now = fixer.apply_fixes(result.module, fixes, SETTINGS)
+    monkeypatch.setattr(fixer, "Layout", _EagerLayout)
+    monkeypatch.setattr(imports, "unused_after", _whole_unused)
+    assert fixer.apply_fixes(result.module, fixes, SETTINGS) == now
+
+
+def test_the_import_edit_generates_only_the_import_block() -> None:
+    module = cst.parse_module(_GENERATED["120 steps"])
+    layout = imports.Layout(module)
+    needs = imports.Needs(frozenset({"pick_device"}))
+    [edit] = imports.add_edits(layout, needs, "cudalint.device")
+    assert (edit.start, edit.text) == (6, "from cudalint.device import pick_device\n")
+    assert len(layout._placed) == 5 and len(module.body) == 125  # up to `SCALER = ...`

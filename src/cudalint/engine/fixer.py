@@ -69,7 +69,8 @@ def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings
     layout = Layout(replaced)
     edits: list[imports.LineEdit] = []
     if remove_unused:
-        edits += imports.removal_edits(layout, imports.unused_after(module, replaced, wanted))
+        unused = imports.unused_after(module, replaced, wanted, (f.target for f in fixes))
+        edits += imports.removal_edits(layout, unused)
     if add_imports:
         edits += imports.add_edits(layout, wanted, settings.helper_module)
         wanted = Needs()

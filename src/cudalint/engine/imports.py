@@ -5,7 +5,8 @@ and module dunders (`__author__ = ...`), after the last import of the leading im
 merged into an existing `from <helper> import ...`. An import (or one name of a `from`
 import) is removed only when the fixes removed its last use. Only top-level, one-statement
 import lines are touched; everything is computed from the module's top-level statements, with
-no whole-module transform.
+no whole-module transform, and (for a check's edits, `Layout` with `starts`) without
+generating the module's code: a name's uses are counted only in the statements that spell it.
 """
 
 from __future__ import annotations
@@ -62,56 +63,76 @@ class _Statement:
 class Layout:
     """Where each top-level statement of a module sits, in lines. With `starts` (the line each
     statement starts on, its leading lines included: cudalint.engine.outline) and `lines` (the
-    module's text as `ast` splits it: cudalint.engine.sparse.text_lines), no code is generated;
-    without them each statement's code is, and lines are counted as `str.splitlines` counts
-    them (as `apply` does)."""
+    module's text as `ast` splits it: cudalint.engine.sparse.text_lines), no code is generated.
+    Without them a statement's code is generated when a statement at or after it is asked for
+    (`statement(index)`: the import block is near the top), and lines are counted as
+    `str.splitlines` counts them (as `apply` does)."""
 
     def __init__(self, module: cst.Module, starts: Sequence[int] | None = None,
                  lines: Sequence[str] | None = None) -> None:
         self.module = module
         self.newline = module.default_newline
+        self.nodes = module.body
+        self.lines: Sequence[str] | None = None  # None: lines counted in generated code
+        self._placed: list[_Statement] = []  # the first statements, placed so far
+        self._next_line = len(module.header)  # generating: the line after the last placed
+        self._firsts: list[int] | None = None
         placed = _placed(module, starts, lines) if starts is not None and lines is not None \
             else None
-        self.lines = lines if placed is not None else None
-        if placed is None or lines is None:
-            placed = _generated(module)
-            self.ends_with_newline = module.code.endswith(("\n", "\r"))
-        else:
-            self.ends_with_newline = bool(lines) and lines[-1].endswith(("\n", "\r"))
-        self.statements, self.line_count = placed
+        if placed is not None:
+            self.lines, self._placed = lines, placed
+
+    def statement(self, index: int) -> _Statement:
+        while len(self._placed) <= index:
+            node = self.nodes[len(self._placed)]
+            count = _count_lines(self.module.code_for_node(node))
+            self._placed.append(_Statement(node, self._next_line + len(node.leading_lines),
+                                           self._next_line + count, _blank_before(node)))
+            self._next_line += count
+        return self._placed[index]
+
+    @property
+    def statements(self) -> list[_Statement]:
+        """All of them."""
+        if self.nodes:
+            self.statement(len(self.nodes) - 1)
+        return self._placed
+
+    @property
+    def line_count(self) -> int:
+        """The line after the last statement (the footer's first)."""
+        return self.statements[-1].end if self.nodes else len(self.module.header)
+
+    @property
+    def ends_with_newline(self) -> bool:
+        if self.lines is None:
+            return self.module.code.endswith(("\n", "\r"))
+        # LibCST's code drops a last lone "\r": the text the edits apply to has it.
+        return bool(self.lines) and self.lines[-1].endswith(("\n", "\r"))
 
     def index_at(self, line: int) -> int | None:
         """The index of the statement on `line` (0-based), if any."""
-        index = bisect.bisect_right([s.first for s in self.statements], line) - 1
+        if self._firsts is None:
+            self._firsts = [statement.first for statement in self.statements]
+        index = bisect.bisect_right(self._firsts, line) - 1
         if index < 0 or line >= self.statements[index].end:
             return None
         return index
 
 
-def _generated(module: cst.Module) -> tuple[list[_Statement], int]:
-    statements = []
-    line = len(module.header)
-    for node in module.body:
-        lead = len(node.leading_lines)
-        lines = _count_lines(module.code_for_node(node))
-        statements.append(_Statement(node, line + lead, line + lines, _blank_before(node)))
-        line += lines
-    return statements, line
-
-
 def _placed(module: cst.Module, starts: Sequence[int], lines: Sequence[str],
-            ) -> tuple[list[_Statement], int] | None:
+            ) -> list[_Statement] | None:
     """The statements from where they start; None when `starts` does not fit the module."""
     if len(starts) != len(module.body):
         return None
     if not starts:
-        return [], len(module.header)
+        return []
     line_count = len(lines) - len(module.footer)
     if starts[0] - 1 != len(module.header) or starts[-1] > line_count:
         return None
     ends = [*(start - 1 for start in starts[1:]), line_count]
     return [_Statement(node, start - 1 + len(node.leading_lines), end, _blank_before(node))
-            for node, start, end in zip(module.body, starts, ends, strict=True)], line_count
+            for node, start, end in zip(module.body, starts, ends, strict=True)]
 
 
 def _blank_before(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> bool:
@@ -240,12 +261,12 @@ def add_edits(layout: Layout, needs: Needs, helper_module: str) -> list[LineEdit
 
 def _existing_helper_import(layout: Layout, helper_module: str,
                             ) -> tuple[_Statement, cst.ImportFrom] | None:
-    for statement in layout.statements:
-        node = _import_of(statement.node)
+    for index, statement in enumerate(layout.nodes):
+        node = _import_of(statement)
         if isinstance(node, cst.ImportFrom) and not node.relative \
                 and not isinstance(node.names, cst.ImportStar) \
                 and dotted_name(node.module) == helper_module:
-            return statement, node
+            return layout.statement(index), node
     return None
 
 
@@ -260,25 +281,25 @@ def _from_import(module: str, names: Sequence[str], newline: str) -> str:
 def _insertion(layout: Layout, text: str) -> LineEdit:
     """`text` placed after the leading import block, or after the docstring, `__future__`
     imports and dunders when the module imports nothing there."""
-    statements = layout.statements
+    nodes = layout.nodes
     after: int | None = None  # index of the statement the imports follow
-    for index, statement in enumerate(statements):
-        if _is_import_block_statement(statement.node):
+    for index, node in enumerate(nodes):
+        if _is_import_block_statement(node):
             after = index
-        elif not _is_header(statement.node, index) and not _is_pass(statement.node):
+        elif not _is_header(node, index) and not _is_pass(node):
             break
     if after is None:
         header = 0
-        while header < len(statements) and _is_header(statements[header].node, header):
+        while header < len(nodes) and _is_header(nodes[header], header):
             header += 1
         after = header - 1 if header else None
     if after is None:
-        line = statements[0].first if statements else layout.line_count
-        following = statements[0] if statements else None
+        line = layout.statement(0).first if nodes else layout.line_count
+        following = layout.statement(0) if nodes else None
     else:
-        line = statements[after].end
-        following = statements[after + 1] if after + 1 < len(statements) else None
-        if line >= layout.line_count and not layout.ends_with_newline:
+        line = layout.statement(after).end
+        following = layout.statement(after + 1) if after + 1 < len(nodes) else None
+        if following is None and not layout.ends_with_newline:
             text = layout.newline + text
     if following is not None and not following.blank_before \
             and not _is_import_block_statement(following.node):
@@ -387,19 +408,20 @@ def removal_edits(layout: Layout, unused: Iterable[str]) -> list[LineEdit]:
     if not unused:
         return []
     counts: dict[str, int] = {}
-    for statement in layout.statements:
-        node = _import_of(statement.node)
+    for top in layout.nodes:
+        node = _import_of(top)
         for local, _alias in bound_by(node) if node is not None else ():
             counts[local] = counts.get(local, 0) + 1
     edits = []
-    for statement in layout.statements:
-        node = _import_of(statement.node)
+    for index, top in enumerate(layout.nodes):
+        node = _import_of(top)
         if node is None or _is_future(node):
             continue
         bound = bound_by(node)
         drop = [alias for local, alias in bound if local in unused and counts[local] == 1]
         if not drop:
             continue
+        statement = layout.statement(index)
         kept = [alias for _local, alias in bound if alias not in drop]
         if not kept:
             edits.append(LineEdit(statement.first, statement.end, ""))
@@ -422,9 +444,13 @@ def imported_names(module: cst.Module) -> frozenset[str]:
     return frozenset(_bindings(module))
 
 
-def unused_after(before: cst.Module, after: cst.Module, keep: Needs) -> set[str]:
-    """Top-level imported names that `before` used and `after` no longer uses."""
+def unused_after(before: cst.Module, after: cst.Module, keep: Needs,
+                 replaced: Iterable[cst.CSTNode] | None = None) -> set[str]:
+    """Top-level imported names that `before` used and `after` no longer uses. `replaced`: the
+    nodes of `before` that `after` replaced; a name read nowhere in them keeps every use."""
     imported = imported_names(after) - keep.helpers - keep.modules
+    if replaced is not None:
+        imported &= {name for node in replaced for name in uses(node)}
     if not imported:
         return set()
     used_before, used_after = uses(before), uses(after)
