@@ -20,6 +20,7 @@ import libcst as cst
 
 from cudalint.engine import traversal
 from cudalint.engine.context import dotted_name
+from cudalint.engine.prefilter import LETTER_ESCAPE
 from cudalint.finding import Edit, Position
 
 # Past this length the helper import is written one name a line, as black and ruff format it.
@@ -382,7 +383,7 @@ class ModuleUses:
         if self._texts is None:
             lines = self.layout.lines or ()
             self._texts = ["".join(lines[s.first : s.end]) for s in self.layout.statements]
-            self._escaped = [_ESCAPE.search(text) is not None for text in self._texts]
+            self._escaped = [LETTER_ESCAPE.search(text) is not None for text in self._texts]
         first = self.layout.index_at(line) if line is not None else None
         if first is not None:
             yield first
@@ -394,11 +395,6 @@ class ModuleUses:
         if index not in self._counted:
             self._counted[index] = uses(self.layout.statements[index].node)
         return self._counted[index]
-
-
-# An escape that can put an identifier's letters into a string's value (`\x74`, `\u0074`,
-# `\N{...}`, octal), or a backslash-newline that joins two parts of one.
-_ESCAPE = re.compile(r"\\[xuUN0-7\r\n]")
 
 
 def removal_edits(layout: Layout, unused: Iterable[str]) -> list[LineEdit]:

@@ -38,6 +38,14 @@ _STRING_OR_COMMENT = re.compile(
 _NESTING_FSTRINGS = sys.version_info >= (3, 12)
 _FSTRING = re.compile(rb"(?<![A-Za-z0-9_])[rRbB]?[fFtT][rRbB]?['\"]")
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+# An escape that can put an identifier's letters into a string's value (`\x74`, `\u0074`,
+# `\N{...}`, octal), or a backslash-newline that joins two parts of one.
+LETTER_ESCAPE = re.compile(r"\\[xuUN0-7\r\n]")
+
+
+def may_spell(text: str, name: str) -> bool:
+    """Whether `text` may spell `name`: written out, or in a string through an escape."""
+    return name in text or LETTER_ESCAPE.search(text) is not None
 
 
 @dataclass(frozen=True)

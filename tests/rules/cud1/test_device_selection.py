@@ -105,6 +105,10 @@ def test_module_level_choices_and_mps_spelled_only_through_escapes(tmp_path):
             DEVICE = "\\x6dps"
         '''
     assert _codes(tmp_path, overridden, ["CUD103"]) == []
+    # a backslash-newline inside the string (dedented first: the string's second line has no
+    # indentation of its own)
+    continued = textwrap.dedent(overridden).replace('"\\x6dps"', '"m\\\nps"')
+    assert _codes(tmp_path, continued, ["CUD103"]) == []
     plain = overridden.replace('"\\x6dps"', '"cpu"')
     assert _codes(tmp_path, plain, ["CUD103"]) == [("CUD103", 3, 10)]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -15,6 +14,7 @@ from cudalint.engine.guards import (
     is_cuda_probe,
     names_cuda_flag,
 )
+from cudalint.engine.prefilter import may_spell
 from cudalint.engine.traversal import find_all
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
@@ -33,9 +33,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _MPS_PROBES = frozenset({"torch.backends.mps.is_available", "torch.backends.mps.is_built"})
-# What a file must spell to probe for MPS (an import of it) or to hold an `"mps"` literal:
-# the word, or an escape that may write one of its letters (`"\x6dps"`).
-_MAY_NAME_MPS = re.compile(r"mps|\\[0-7xuUN]")
 
 
 @dataclass(frozen=True)
@@ -280,7 +277,9 @@ class CudaOrCpuChoice(PythonRule):
 
     def _may_name_mps(self) -> bool:
         if self._names_mps is None:
-            self._names_mps = _MAY_NAME_MPS.search(self.ctx.code) is not None
+            # to probe for MPS (an import of it) or hold an `"mps"` literal, a file spells the
+            # word, or holds an escape that may write one of its letters (`"\x6dps"`)
+            self._names_mps = may_spell(self.ctx.code, "mps")
         return self._names_mps
 
     def _fix(self, choice: Choice) -> NodeFix | None:
