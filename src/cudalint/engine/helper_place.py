@@ -45,9 +45,17 @@ def helper_place(path: Path, kind: FileKind) -> HelperPlace:
     return _place(folder, notebook=kind is FileKind.NOTEBOOK)
 
 
-@lru_cache(maxsize=1024)  # one realpath per folder, not per file
+@lru_cache(maxsize=1024)  # once per folder, not per file
 def _real_folder(folder: Path) -> Path:
-    return folder.resolve()
+    """`folder.resolve()`, from its parent's real path where the folder is no link: one
+    system call per folder (a realpath costs one per component, and a tree shares them)."""
+    if folder.name in ("", ".."):  # the root, the current folder, `a/..`: realpath decides
+        return folder.resolve()
+    try:
+        linked = folder.is_symlink()
+    except OSError:
+        linked = True
+    return folder.resolve() if linked else _real_folder(folder.parent) / folder.name
 
 
 @lru_cache(maxsize=1024)  # the files of one folder share it
