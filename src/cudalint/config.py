@@ -213,7 +213,7 @@ def _validate(config: Config, path: Path) -> None:
             parse_version(config.target_torch)
     except ConfigError as error:
         raise ConfigError(f"{where} {error}") from None
-    if config.helper and not _MODULE.fullmatch(config.helper):
+    if config.helper and not re.fullmatch(_MODULE, config.helper):
         raise ConfigError(f"{where} helper: {config.helper!r} is not a module name such as "
                           "'pkg.device'")
     for name in ("max-file-size", "max-memory"):
@@ -222,7 +222,7 @@ def _validate(config: Config, path: Path) -> None:
     _require_known_selectors(config, where)
 
 
-_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_MODULE = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"  # compiled when a helper is configured
 
 
 def _require_known_selectors(config: Config, where: str) -> None:

@@ -36,7 +36,8 @@ def target_torch(config: Config, setup: SetupFacts) -> tuple[int, int]:
             or parse_version(DEFAULT_TARGET_TORCH))
 
 
-_CUDA_METHOD = re.compile(rb"^[ \t]+def[ \t]+cuda[ \t]*\(", re.MULTILINE)
+# (Compiled on its first use, by re's cache: a run replayed from the cache reads no file.)
+_CUDA_METHOD = rb"(?m)^[ \t]+def[ \t]+cuda[ \t]*\("
 
 
 class TreeFacts(Record):
@@ -75,7 +76,7 @@ def file_facts(data: bytes) -> tuple[bool, bool]:
     helper, and whether it defines a `cuda` method."""
     if is_helper_copy(data):
         return True, False
-    return False, b"def" in data and _CUDA_METHOD.search(data) is not None
+    return False, b"def" in data and re.search(_CUDA_METHOD, data) is not None
 
 
 def _read_facts(path: Path, limit: int) -> tuple[bool, bool] | None:
