@@ -6,7 +6,6 @@ error. `cudalint PATH` is short for `cudalint check PATH`.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -215,7 +214,7 @@ def _dispatch(args: list[str]) -> int:
     if command in _DELEGATED:
         return _delegate(_DELEGATED[command], rest)
     if command in _OWN:
-        module = importlib.import_module(_OWN[command])
+        module = _import(_OWN[command])
         status: int = module.run(module.parser(_parser_class()).parse_args(rest))
         return status
     from cudalint.commands.check import run_check
@@ -223,10 +222,17 @@ def _dispatch(args: list[str]) -> int:
     return run_check(parse_check(rest))
 
 
+def _import(name: str) -> Any:
+    """A subcommand's module. (importlib, and warnings with it: only for the subcommands.)"""
+    import importlib
+
+    return importlib.import_module(name)
+
+
 def _delegate(target: str, rest: list[str]) -> int:
     module_name, function = target.split(":")
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name)
     except ImportError as error:
         raise UsageError(f"{module_name.split('.')[1]} is unavailable: {error}") from error
     entry: Callable[[list[str]], int] = getattr(module, function)

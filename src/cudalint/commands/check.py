@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -150,6 +149,8 @@ def _machine_format(name: str, reports: list[FileReport], config: Config) -> str
         from cudalint.output import gitlab
 
         return gitlab.render(reports, project_root(config))
+    import importlib  # (and warnings with it) only for these formats
+
     module = importlib.import_module(f"cudalint.output.{_FORMAT_MODULES.get(name, name)}")
     rendered: str = module.render(reports)
     return rendered
