@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import libcst as cst
 import pytest
 
 from cudalint.engine import scopes, traversal
+from cudalint.engine.sparse import Hidden, units_of
 
 _ROOT = Path(__file__).resolve().parents[2]
 _EVERY_BLOCK = """\
@@ -98,3 +100,20 @@ def test_names_assigned_anywhere_in_every_kind_of_block() -> None:
                           "cc", "dd", "ee", "ff", "gg", "hh", "ii", "kk"}
     assert len(found["p"]) == 2 and len(found["w"]) == 2
     assert found["b"] == found["c"]  # `b = c = ...`: one value, both names
+
+
+@pytest.mark.parametrize("source", _SOURCES.values(), ids=_SOURCES.keys())
+def test_names_hidden_code_assigns_are_what_walking_every_node_finds(source: str) -> None:
+    """The same question about the functions LibCST did not read, asked of `ast`."""
+    tree = ast.parse(source)
+    units = units_of(source.encode(), tree)
+    expected: dict[str, list[int]] = {}
+    for unit in units:
+        for node in ast.walk(unit.node):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        expected.setdefault(target.id, []).append(id(node.value))
+    found = Hidden(units, source).assigned
+    assert {name: sorted(map(id, values)) for name, values in found.items()} == \
+        {name: sorted(values) for name, values in expected.items()}
