@@ -241,6 +241,22 @@ def _members(module: cst.Module) -> dict[int, Place]:
     return found
 
 
+_Callbacks = tuple[tuple[tuple[str, str], ...], ...]
+_CALLBACKS: dict[type[PythonRule], _Callbacks] = {}
+
+
+def _callbacks(kind: type[PythonRule]) -> _Callbacks:
+    """(node type name, method name) of a rule class's `visit_<Type>` and `leave_<Type>`
+    methods, in `dir` order: learned once per class (a run asks for each file)."""
+    known = _CALLBACKS.get(kind)
+    if known is None:
+        names = dir(kind)
+        known = _CALLBACKS[kind] = tuple(
+            tuple((attr[len(prefix):], attr) for attr in names if attr.startswith(prefix))
+            for prefix in ("visit_", "leave_"))
+    return known
+
+
 class _BatchedWalk:
     """Every enabled rule's `visit_<Type>`/`leave_<Type>`, as LibCST's visit_batched calls
     them, with the context's hooks around them."""
@@ -251,11 +267,11 @@ class _BatchedWalk:
         self.visits: dict[str, list[_Callback]] = defaultdict(list)
         self.leaves: dict[str, list[_Callback]] = defaultdict(list)
         for rule in rules:
-            for attr in dir(rule):
-                if attr.startswith("visit_"):
-                    self.visits[attr[len("visit_") :]].append(getattr(rule, attr))
-                elif attr.startswith("leave_"):
-                    self.leaves[attr[len("leave_") :]].append(getattr(rule, attr))
+            visits, leaves = _callbacks(type(rule))
+            for kind, attr in visits:
+                self.visits[kind].append(getattr(rule, attr))
+            for kind, attr in leaves:
+                self.leaves[kind].append(getattr(rule, attr))
         self.statements = {id(s): i for i, s in enumerate(ctx.module.body)}
         self.members = _members(ctx.module)
         self.skip = skip  # ids of the nodes not visited, nor their children
