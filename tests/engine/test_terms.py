@@ -1,0 +1,175 @@
+"""The rules' precise terms (cudalint.engine.prefilter: patterns and conjunctions): a file or a
+function naming none is not read, and every spelling a rule reports still names one, so a check
+with the first pass finds what a check of the whole file, without it, finds."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from cudalint.engine import sparse
+from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import GAP, Prefilter, caseless_word, word
+from cudalint.engine.python import PythonResult, lint_python
+from cudalint.kinds import FileKind
+from cudalint.rules import all_rules, index, rule_by_code
+from cudalint.rules.base import PythonRule
+
+RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))
+SETTINGS = Settings(target_torch=(2, 13))
+PREFILTER = Prefilter.for_rules(RULES, SETTINGS)
+
+
+def _checks(source: str) -> tuple[PythonResult, PythonResult]:
+    """The first pass's check (terms, blanked functions) and a whole one without terms."""
+    data = source.encode()
+    first_pass = lint_python(data, Path("train.py"), RULES, SETTINGS, prefilter=PREFILTER,
+                             want_edits=True)
+    whole = lint_python(data, Path("train.py"), RULES, SETTINGS, want_edits=True, sparse=False)
+    return first_pass, whole
+
+
+def _codes(result: PythonResult) -> list[tuple[str | None, int]]:
+    return [(f.code, f.location.row) for f in result.findings]
+
+
+def _rule_prefilter(code: str) -> Prefilter:
+    rule = rule_by_code(code)
+    assert rule is not None
+    return Prefilter.for_rules([rule], SETTINGS)
+
+
+def _code_matches(prefilter: Prefilter, source: str) -> bool:
+    node = ast.parse(source).body[0]
+    return prefilter.matches_code(source.encode(), node, sparse.first_line(node))
+
+
+def test_a_word_is_a_whole_identifier():
+    pattern = Prefilter((), patterns=(word("to").encode(),))
+    assert pattern.matches(b"x.to(device)\n") and pattern.matches(b"to = 1")
+    assert not pattern.matches(b"import torch\nauto_cast = total\n")
+
+
+def test_a_caseless_word_folds_as_ignorecase_does():
+    """`re.IGNORECASE` takes the Kelvin sign for a `k` and a dotted capital I for an `i`;
+    Python identifiers may hold both."""
+    pattern = Prefilter((), patterns=(caseless_word(["local_?rank", "gpu(?:_?id)?"]).encode(),))
+    for name in ("local_rank", "LocalRank", "LOCAL_RANK", "local_ran\u212a", "GPU_Id",
+                 "gpu_\u0130d", "gpuid"):
+        assert pattern.matches(f"x.to({name})\n".encode()), name
+    for name in ("world_local_rank", "local_ranks", "gpus", "use_gpu"):
+        assert not pattern.matches(f"x.to({name})\n".encode()), name
+
+
+def test_a_gap_reads_a_line_of_hashes_at_once():
+    """A comment runs to the end of its line: read as several, a line of `#`s splits in
+    2**n ways, and the search never ends."""
+    pattern = Prefilter((), patterns=(f"{word('to')}{GAP}\\(".encode(),))
+    assert not pattern.matches(b"x = to\n" + b"#" * 200 + b"\n")
+    assert pattern.matches(b"y = x.to \\\n  # why\n (0)\n")
+
+
+INTEGER_ORDINALS = {
+    "spaces around =": "import torch\nx = torch.zeros(3, device = 0)\n",
+    "a space after (": "def move(x):\n    return x.to( 1)\n",
+    "a line break": "def move(x):\n    return x.to(\n        2)\n",
+    "parentheses": "def move(x):\n    return x.to((3))\n",
+    "a comment": "def move(x):\n    return x.to(  # the second card\n        0x1)\n",
+    "a backslash-newline": "def move(x):\n    return x.to \\\n        (0)\n",
+    "after *args": "def move(x, args):\n    return x.to(*args, 0)\n",
+    "an alias of torch.device":
+        "from torch import device as D\n\n\ndef place():\n    return D(0)\n",
+}
+
+
+@pytest.mark.parametrize("source", INTEGER_ORDINALS.values(), ids=INTEGER_ORDINALS.keys())
+def test_an_integer_ordinal_spelled_any_way_is_found(source):
+    first_pass, whole = _checks(source)
+    assert [code for code, _ in _codes(whole)] == ["CUD113"]
+    assert first_pass.findings == whole.findings
+
+
+ORDINAL_NAMES = {
+    "camel case": "import torch\n\n\ndef move(model):\n    return model.to(LocalRank)\n",
+    "an attribute, a comment": (
+        "import torch\n\n\ndef move(model, args):\n"
+        "    return model.to(parse(args).gpu_idx  # from the launcher\n    )\n"
+    ),
+    "a Kelvin sign": "import torch\n\n\ndef move(model):\n    return model.to(local_ran\u212a)\n",
+    "a keyword": (
+        "import torch\n\n\ndef zeros(rank):\n    return torch.zeros(3, device=rank \\\n"
+        "                       , dtype=torch.float32)\n"
+    ),
+    "an alias": (
+        "from torch import device as Device\n\n\ndef place(args):\n"
+        "    return Device(args.GPU_ID)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", ORDINAL_NAMES.values(), ids=ORDINAL_NAMES.keys())
+def test_an_ordinal_name_spelled_any_way_is_found(source):
+    first_pass, whole = _checks(source)
+    assert [code for code, _ in _codes(whole)] == ["CUD113"]
+    assert first_pass.findings == whole.findings
+
+
+DISTRIBUTED = '''\
+import torch
+import torch.distributed as dist
+
+
+def log_rank(rank, world_size):
+    """Only the first rank prints; the tensor goes to(device) elsewhere."""
+    if rank == 0:
+        print(f"rank {rank} of {world_size}")
+    return [r for r in range(world_size) if r != rank]
+
+
+def tensor_rank(x):
+    rank = x.dim()
+    return x.to(torch.float16).reshape(-1) if rank > 2 else x
+
+
+def setup(args, model):
+    dist.init_process_group("gloo")
+    return model.to(args.local_rank)
+'''
+
+
+def test_an_ordinal_name_counts_only_as_an_argument_where_to_or_device_is_called():
+    """`rank` in a comparison, an f-string or a range, and a `rank` next to a `.to(dtype)`,
+    name nothing CUD113 could report: those functions are not read."""
+    first_pass, whole = _checks(DISTRIBUTED)
+    assert first_pass.module is not None
+    assert "def log_rank" not in first_pass.module.code
+    assert "def tensor_rank" not in first_pass.module.code
+    assert "model.to(args.local_rank)" in first_pass.module.code
+    assert _codes(whole) == [("CUD113", 19)]
+    assert first_pass.findings == whole.findings
+
+
+def test_a_file_naming_an_ordinal_but_no_device_is_not_parsed():
+    prefilter = _rule_prefilter("CUD113")
+    assert prefilter.within(b"def shard(rank, world):\n    return rank * world\n") is None
+    assert prefilter.within(b"def to_gpu(x, gpu):\n    return x.to(gpu)\n") is not None
+
+
+def test_the_index_picks_a_rule_by_its_patterns():
+    """A run of a few files imports only the rules whose terms they name: patterns count."""
+    def picked(text: bytes) -> bool:
+        return any(entry["code"] == "CUD113"
+                   for entry in index.entries_for([FileKind.PYTHON], [text]))
+    assert picked(b"y = x.to( 1)\n") and picked(b"y = x.to(args.local_rank)\n")
+    assert not picked(b"y = x.to(dtype)\nrank = 2\n")
+
+
+def test_a_conjunction_counts_only_where_one_text_names_all_its_parts():
+    prefilter = Prefilter((), together=((word("rank").encode(), word("to").encode()),))
+    assert _code_matches(prefilter, "def f(x, rank):\n    return x.to(rank)\n")
+    assert not _code_matches(prefilter, "def f(x, rank):\n    '''Goes to rank 0.'''\n")
+    narrowed = prefilter.within(b"def f(rank):\n    return rank\n\n\ndef g(x):\n    x.to(1)\n")
+    assert narrowed is not None and narrowed.together
+    assert prefilter.within(b"def f(rank):\n    return rank\n") is None
