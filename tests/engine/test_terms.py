@@ -173,3 +173,66 @@ def test_a_conjunction_counts_only_where_one_text_names_all_its_parts():
     narrowed = prefilter.within(b"def f(rank):\n    return rank\n\n\ndef g(x):\n    x.to(1)\n")
     assert narrowed is not None and narrowed.together
     assert prefilter.within(b"def f(rank):\n    return rank\n") is None
+
+
+def _function(body: str, head: str = "") -> str:
+    return f"import torch\n{head}\n\ndef make(x, d):\n    {body}\n"
+
+
+FLOAT64 = {
+    "float spaced": _function("return torch.zeros(3, dtype = float, device=d)"),
+    "complex": _function("return torch.ones(2, dtype=complex, device=d)"),
+    "in parentheses": _function("return torch.zeros(1, dtype=(\n        float), device=d)"),
+    "to(float)": _function("return x.to(float).to('mps')"),
+    "type(float) on two lines": _function("return x.type(\n        float).to('mps')"),
+    "an assigned builtin": _function("return torch.zeros(3, dtype=DTYPE, device=d)",
+                                     "DTYPE = float\n"),
+    "the default dtype": _function("return x.to('mps')", "torch.set_default_dtype(float)\n"),
+    "astype": _function("return torch.from_numpy(x.astype('d')).to('mps')"),
+    "numpy imported in the function": _function(
+        "import numpy as np\n    return torch.from_numpy(np.random.rand(3)).to('mps')"),
+}
+
+
+@pytest.mark.parametrize("source", FLOAT64.values(), ids=FLOAT64.keys())
+def test_float64_spelled_any_way_is_found(source):
+    first_pass, whole = _checks(source)
+    assert [code for code, _ in _codes(whole)] == ["CUD601"]
+    assert first_pass.findings == whole.findings
+
+
+CONVERSIONS = '''\
+import numpy as np
+import torch
+
+
+def to_numpy(t):
+    """Return the array: t.numpy() copies nothing."""
+    return t.detach().cpu().numpy()
+
+
+def scale(x: float, y: float) -> float:
+    if isinstance(x, (int, float)):
+        return float(x) * y
+    return y
+
+
+def double_backward(grad):
+    return grad * 2
+
+
+def noisy(d):
+    return torch.from_numpy(np.random.rand(3)).to("mps")
+'''
+
+
+def test_float64_terms_skip_numpy_methods_annotations_and_other_doubles():
+    """`.numpy()`, `x: float`, `isinstance(x, float)` and `double_backward` name nothing
+    CUD601 could report on: only `noisy` (numpy's own float64 default) is read."""
+    first_pass, whole = _checks(CONVERSIONS)
+    assert first_pass.module is not None
+    code = first_pass.module.code
+    assert "def to_numpy" not in code and "def scale" not in code
+    assert "def double_backward" not in code and "def noisy" in code
+    assert _codes(whole) == [("CUD601", 21)]
+    assert first_pass.findings == whole.findings
