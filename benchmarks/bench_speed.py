@@ -15,6 +15,8 @@ The whole package is checked cold once (`--repeat` applies to the rest), under
 `--whole-timeout` seconds: a run cut short prints its ratio as a lower bound (`>`).
 Every command runs once untimed first, with bytecode writing allowed, so that start-up is
 timed as an installed cudalint starts (from .pyc files), not as it compiles its sources.
+cudalint is timed as the `cudalint` console script installed beside this Python, as users run
+it (and ruff as its executable), else as `python -m cudalint`.
 
 Machine speed cancels out of a ratio; the load of other processes does not: run it on a quiet
 machine, and more than once (`--repeat`, medians); it prints the load before and after.
@@ -39,7 +41,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CUDALINT = [sys.executable, "-m", "cudalint", "check", "--exit-zero"]
+
+
+def _cudalint() -> list[str]:
+    """The `cudalint` console script installed beside this Python, what users run (ruff is
+    timed as its executable too); `python -m cudalint` where there is none (runpy costs that
+    a few milliseconds more)."""
+    script = Path(sys.executable).with_name("cudalint")
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "cudalint"]
+
+
+CUDALINT = [*_cudalint(), "check", "--exit-zero"]
 # Start-up as installed: from bytecode (PYTHONDONTWRITEBYTECODE would time a compile instead).
 ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
 
@@ -238,7 +252,8 @@ def main() -> int:
                         help="seconds the cold check of the whole package may take")
     parser.add_argument("--lsp", action="store_true", help="also run benchmarks/bench_lsp.py")
     args = parser.parse_args()
-    print(f"{os.cpu_count()} CPUs, {_load()} (other processes skew every figure)")
+    print(f"{os.cpu_count()} CPUs, {_load()} (other processes skew every figure); "
+          f"cudalint timed as `{' '.join(CUDALINT[:-2])}`")
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         figures = [findings_figure(folder, args.repeat), small_file_figure(folder, args.repeat)]

@@ -1,5 +1,5 @@
-"""A file's kind from its name: the name patterns, tried as one pattern, answer as each
-pattern tried in order (the first that matches) does."""
+"""A file's kind from its name: the name patterns, matched without regular expressions,
+answer as fnmatch tries each pattern in order (the first that matches)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,13 @@ def _one_by_one(name: str) -> FileKind | None:
                 None)
 
 
-def test_the_joined_pattern_answers_as_the_patterns_in_order():
+def test_the_name_patterns_answer_as_fnmatch_in_order():
     names = {"train.py", "stubs.pyi", "x.PY", "x.pyc", "kernel.h", "Dockerfile.dev",
              "dockerfile", "libcudart.so.12", "requirements-dev.in", "docker-compose.gpu.yml",
-             "CMakeLists.txt", "x.py\n", "README.md", ".gitlab-ci.yml", "job.sbatch"}
+             "CMakeLists.txt", "x.py\n", "README.md", ".gitlab-ci.yml", "job.sbatch",
+             # a star matching nothing, parts that would overlap, a part found twice
+             ".py", "py", ".so.", "x.so.", "so.so", "requirements.txt.txt", "requirementstxt",
+             "Dockerfile.", "Dockerfile", "compose.yaml.yml", "a.so.b.so.c", "conda.yml"}
     for _, glob in _NAME_PATTERNS:
         for star, tail in itertools.product(["", "x", "a.b", "-dev"], ["", ".1", ".txt"]):
             names |= {glob.replace("*", star) + tail, star + glob.replace("*", star)}

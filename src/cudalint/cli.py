@@ -6,18 +6,17 @@ error. `cudalint PATH` is short for `cudalint check PATH`.
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from cudalint import __version__
-from cudalint.commands import HelpFormatter
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
-    from typing import NoReturn
+    import argparse
+    from types import SimpleNamespace
+    from typing import Any, NoReturn
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 OUTPUT_FORMATS = ("full", "concise", "json", "github", "gitlab", "junit", "sarif")
@@ -37,63 +36,154 @@ class UsageError(Exception):
     """Bad command-line input: printed on one line, exit 2."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+def _parser_class() -> type[argparse.ArgumentParser]:
+    """argparse's parser, whose errors are a UsageError (argparse: only where it is used)."""
+    import argparse
 
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(message)
 
-def _check_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="cudalint check", description="Find what ties code to CUDA.",
-                     formatter_class=HelpFormatter)
-    parser.add_argument("paths", nargs="*", type=Path, default=[],
-                        help="files or folders (`-`: standard input) (default: .)")
-    parser.add_argument("--fix", action="store_true", help="apply safe fixes")
-    parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
-    parser.add_argument("--fix-only", action="store_true",
-                        help="apply fixes and print no findings; exit 0 unless an error")
-    parser.add_argument("--diff", action="store_true", help="show fixes as a diff; write nothing")
-    parser.add_argument("--show-fixes", action="store_true",
-                        help="list the fixes applied, per file and code")
-    parser.add_argument("--select", type=_codes, metavar="CODES",
-                        help="codes or prefixes to enable (CUD1,CUD201) instead of the "
-                             "configuration's choice, its `ignore` included (default: the "
-                             "configuration's `select`, else ALL)")
-    parser.add_argument("--ignore", type=_codes, metavar="CODES",
-                        help="codes or prefixes to disable, besides the configuration's "
-                             "`ignore`")
-    parser.add_argument("--extend-select", type=_codes, default=[], metavar="CODES",
-                        help="add to the selection, even codes the configuration ignores "
-                             "(as ruff)")
-    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="full",
-                        help="how to print findings")
-    parser.add_argument("--statistics", action="store_true", help="count findings per code")
-    parser.add_argument("--exit-zero", action="store_true", help="exit 0 despite findings")
-    parser.add_argument("--config", type=Path, metavar="FILE",
-                        help="a pyproject.toml or cudalint.toml to use (default: the nearest "
-                             "pyproject.toml with [tool.cudalint])")
-    parser.add_argument("--force-exclude", action="store_true",
-                        help="apply excludes to files named on the command line (pre-commit)")
-    parser.add_argument("--stdin-filename", type=Path, metavar="PATH",
-                        help="the name of the file read from standard input: its kind, "
-                             "configuration and per-file-ignores come from it")
-    parser.add_argument("--show-files", action="store_true",
-                        help="list the files that would be checked, and exit")
-    parser.add_argument("--show-settings", action="store_true",
-                        help="print the settings used for the first path, and exit")
-    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
-                        help="processes to check files with (default: one per core; one under "
-                             "pre-commit, which runs a hook per core)")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print findings only")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="neither read nor write .cudalint_cache (also: CUDALINT_NO_CACHE=1)")
-    return parser
+    return Parser
 
 
 def _codes(text: str) -> list[str]:
     codes = [code.strip().upper() for code in text.split(",") if code.strip()]
     if not codes:  # `--select ""` would silently check nothing
+        import argparse
+
         raise argparse.ArgumentTypeError("no rule codes given")
     return codes
+
+
+class _Option:
+    """One option of `cudalint check`: a switch (store_true), or an option with a value,
+    converted by `type` (a string when None) and one of `choices` when given."""
+
+    __slots__ = ("choices", "default", "dest", "flags", "help", "metavar", "switch", "type")
+
+    def __init__(self, *flags: str, help: str, metavar: str | None = None,
+                 type: Callable[[str], Any] | None = None, choices: Sequence[str] = (),
+                 default: Any = None, switch: bool = False) -> None:
+        self.flags = flags
+        self.dest = flags[-1].lstrip("-").replace("-", "_")  # as argparse names it
+        self.help = help
+        self.metavar = metavar
+        self.type = type
+        self.choices = choices
+        self.default = False if switch else default
+        self.switch = switch
+
+
+_PATHS_HELP = "files or folders (`-`: standard input) (default: .)"
+# `cudalint check`'s options: the argparse parser is made from them, and so is the fast path
+# that parses a common command line without argparse (`_parse_plainly`).
+_CHECK_OPTIONS = (
+    _Option("--fix", switch=True, help="apply safe fixes"),
+    _Option("--unsafe-fixes", switch=True, help="also apply unsafe fixes"),
+    _Option("--fix-only", switch=True,
+            help="apply fixes and print no findings; exit 0 unless an error"),
+    _Option("--diff", switch=True, help="show fixes as a diff; write nothing"),
+    _Option("--show-fixes", switch=True, help="list the fixes applied, per file and code"),
+    _Option("--select", type=_codes, metavar="CODES",
+            help="codes or prefixes to enable (CUD1,CUD201) instead of the configuration's "
+                 "choice, its `ignore` included (default: the configuration's `select`, else "
+                 "ALL)"),
+    _Option("--ignore", type=_codes, metavar="CODES",
+            help="codes or prefixes to disable, besides the configuration's `ignore`"),
+    _Option("--extend-select", type=_codes, default=[], metavar="CODES",
+            help="add to the selection, even codes the configuration ignores (as ruff)"),
+    _Option("--output-format", choices=OUTPUT_FORMATS, default="full",
+            help="how to print findings"),
+    _Option("--statistics", switch=True, help="count findings per code"),
+    _Option("--exit-zero", switch=True, help="exit 0 despite findings"),
+    _Option("--config", type=Path, metavar="FILE",
+            help="a pyproject.toml or cudalint.toml to use (default: the nearest "
+                 "pyproject.toml with [tool.cudalint])"),
+    _Option("--force-exclude", switch=True,
+            help="apply excludes to files named on the command line (pre-commit)"),
+    _Option("--stdin-filename", type=Path, metavar="PATH",
+            help="the name of the file read from standard input: its kind, configuration and "
+                 "per-file-ignores come from it"),
+    _Option("--show-files", switch=True,
+            help="list the files that would be checked, and exit"),
+    _Option("--show-settings", switch=True,
+            help="print the settings used for the first path, and exit"),
+    _Option("-j", "--jobs", type=int, metavar="N",
+            help="processes to check files with (default: one per core; one under pre-commit, "
+                 "which runs a hook per core)"),
+    _Option("-q", "--quiet", switch=True, help="print findings only"),
+    _Option("--no-cache", switch=True,
+            help="neither read nor write .cudalint_cache (also: CUDALINT_NO_CACHE=1)"),
+)
+_BY_FLAG = {flag: option for option in _CHECK_OPTIONS for flag in option.flags}
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    from cudalint.commands.help import HelpFormatter
+
+    parser = _parser_class()(prog="cudalint check", description="Find what ties code to CUDA.",
+                             formatter_class=HelpFormatter)
+    parser.add_argument("paths", nargs="*", type=Path, default=[], help=_PATHS_HELP)
+    for option in _CHECK_OPTIONS:
+        if option.switch:
+            parser.add_argument(*option.flags, action="store_true", help=option.help)
+            continue
+        given: dict[str, Any] = {"type": option.type} if option.type is not None else {}
+        parser.add_argument(*option.flags, default=option.default, metavar=option.metavar,
+                            choices=option.choices or None, help=option.help, **given)
+    return parser
+
+
+def parse_check(args: Sequence[str]) -> SimpleNamespace:
+    """`cudalint check`'s arguments, as argparse parses them (UsageError for bad ones)."""
+    plain = _parse_plainly(args)
+    if plain is not None:
+        return plain
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**vars(_check_parser().parse_args(args)))
+
+
+def _parse_plainly(args: Sequence[str]) -> SimpleNamespace | None:
+    """What argparse makes of a plain command line, without importing argparse (a few
+    milliseconds of a cached run's start): options spelt in full (`--name value`,
+    `--name=value`, `-j N`), values that do not start with `-`, and the paths in one run.
+    None for anything else (an abbreviation, `--`, `-h`, a bad value...): argparse decides,
+    and says what is wrong. tests/test_cli.py compares the two on generated command lines."""
+    from types import SimpleNamespace
+
+    values = {option.dest: option.default for option in _CHECK_OPTIONS}
+    values["extend_select"] = []  # argparse's default list, never shared between parses
+    paths: list[str] = []
+    index, paths_ended = 0, False
+    while index < len(args):
+        token = args[index]
+        index += 1
+        if token == "-" or not token.startswith("-"):
+            if paths_ended:  # argparse takes one run of paths
+                return None
+            paths.append(token)
+            continue
+        paths_ended = bool(paths)
+        name, equals, value = token.partition("=")
+        option = _BY_FLAG.get(name)
+        if option is None or (option.switch and equals):
+            return None
+        if option.switch:
+            values[option.dest] = True
+            continue
+        if not equals:
+            if index == len(args) or args[index].startswith("-"):
+                return None
+            value, index = args[index], index + 1
+        if option.choices and value not in option.choices:
+            return None
+        try:
+            values[option.dest] = value if option.type is None else option.type(value)
+        except Exception:  # argparse says what is wrong with it
+            return None
+    return SimpleNamespace(paths=[Path(path) for path in paths], **values)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -124,18 +214,25 @@ def _dispatch(args: list[str]) -> int:
     if command in _DELEGATED:
         return _delegate(_DELEGATED[command], rest)
     if command in _OWN:
-        module = importlib.import_module(_OWN[command])
-        status: int = module.run(module.parser(_Parser).parse_args(rest))
+        module = _import(_OWN[command])
+        status: int = module.run(module.parser(_parser_class()).parse_args(rest))
         return status
     from cudalint.commands.check import run_check
 
-    return run_check(_check_parser().parse_args(rest))
+    return run_check(parse_check(rest))
+
+
+def _import(name: str) -> Any:
+    """A subcommand's module. (importlib, and warnings with it: only for the subcommands.)"""
+    import importlib
+
+    return importlib.import_module(name)
 
 
 def _delegate(target: str, rest: list[str]) -> int:
     module_name, function = target.split(":")
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name)
     except ImportError as error:
         raise UsageError(f"{module_name.split('.')[1]} is unavailable: {error}") from error
     entry: Callable[[list[str]], int] = getattr(module, function)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudalint.data import toml
+from cudalint.record import Record
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
@@ -64,25 +64,53 @@ class ConfigError(Exception):
     """A configuration that cannot be used; the CLI prints it on one line and exits 2."""
 
 
-@dataclass
-class Config:
-    root: Path  # the folder of the pyproject.toml, or the current folder
-    source: Path | None = None  # the file the settings came from
-    select: list[str] = field(default_factory=lambda: ["ALL"])
-    ignore: list[str] = field(default_factory=list)
-    extend_select: list[str] = field(default_factory=list)
-    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
-    exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
-    extend_exclude: list[str] = field(default_factory=list)
-    exclude_kinds: list[str] = field(default_factory=list)
-    # "": the standalone helper written into the project (cudalint.engine.helper_place), or
-    # cudalint.device when the project depends on cudalint.
-    helper: str = ""
-    target_torch: str = ""  # "": the project's own torch floor, else DEFAULT_TARGET_TORCH
-    known_first_party: list[str] = field(default_factory=list)
-    respect_gitignore: bool = True
-    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # bytes; larger files are skipped, with a line
-    max_memory: int = DEFAULT_MAX_MEMORY  # bytes one file's check may take
+class Config(Record):
+    """The settings of `[tool.cudalint]` (a mutable record, compared by value)."""
+
+    __slots__ = ("exclude", "exclude_kinds", "extend_exclude", "extend_select", "helper",
+                 "ignore", "known_first_party", "max_file_size", "max_memory",
+                 "per_file_ignores", "respect_gitignore", "root", "select", "source",
+                 "target_torch")
+    FIELDS = ("root", "source", "select", "ignore", "extend_select", "per_file_ignores",
+              "exclude", "extend_exclude", "exclude_kinds", "helper", "target_torch",
+              "known_first_party", "respect_gitignore", "max_file_size", "max_memory")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        root: Path,  # the folder of the pyproject.toml, or the current folder
+        source: Path | None = None,  # the file the settings came from
+        select: list[str] | None = None,  # None: ["ALL"]
+        ignore: list[str] | None = None,
+        extend_select: list[str] | None = None,
+        per_file_ignores: dict[str, list[str]] | None = None,
+        exclude: list[str] | None = None,  # None: DEFAULT_EXCLUDE
+        extend_exclude: list[str] | None = None,
+        exclude_kinds: list[str] | None = None,
+        # "": the standalone helper written into the project (cudalint.engine.helper_place),
+        # or cudalint.device when the project depends on cudalint.
+        helper: str = "",
+        target_torch: str = "",  # "": the project's own torch floor, else DEFAULT_TARGET_TORCH
+        known_first_party: list[str] | None = None,
+        respect_gitignore: bool = True,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,  # bytes; larger files are skipped
+        max_memory: int = DEFAULT_MAX_MEMORY,  # bytes one file's check may take
+    ) -> None:
+        self.root = root
+        self.source = source
+        self.select = ["ALL"] if select is None else select
+        self.ignore = [] if ignore is None else ignore
+        self.extend_select = [] if extend_select is None else extend_select
+        self.per_file_ignores = {} if per_file_ignores is None else per_file_ignores
+        self.exclude = list(DEFAULT_EXCLUDE) if exclude is None else exclude
+        self.extend_exclude = [] if extend_exclude is None else extend_exclude
+        self.exclude_kinds = [] if exclude_kinds is None else exclude_kinds
+        self.helper = helper
+        self.target_torch = target_torch
+        self.known_first_party = [] if known_first_party is None else known_first_party
+        self.respect_gitignore = respect_gitignore
+        self.max_file_size = max_file_size
+        self.max_memory = max_memory
 
     @property
     def target_torch_tuple(self) -> tuple[int, int] | None:
@@ -185,7 +213,7 @@ def _validate(config: Config, path: Path) -> None:
             parse_version(config.target_torch)
     except ConfigError as error:
         raise ConfigError(f"{where} {error}") from None
-    if config.helper and not _MODULE.fullmatch(config.helper):
+    if config.helper and not re.fullmatch(_MODULE, config.helper):
         raise ConfigError(f"{where} helper: {config.helper!r} is not a module name such as "
                           "'pkg.device'")
     for name in ("max-file-size", "max-memory"):
@@ -194,7 +222,7 @@ def _validate(config: Config, path: Path) -> None:
     _require_known_selectors(config, where)
 
 
-_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_MODULE = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"  # compiled when a helper is configured
 
 
 def _require_known_selectors(config: Config, where: str) -> None:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+
+from cudalint.record import Record
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class Severity(enum.IntEnum):
@@ -35,44 +39,85 @@ class Category(str, enum.Enum):
     ADVISORY = "advisory"  # runs off CUDA; worth a look
 
 
-@dataclass(frozen=True, order=True)
-class Position:
-    """1-based row and column, as ruff reports them."""
+# Records (cudalint.record), compared and hashed by value as the frozen dataclasses they were.
+class Position(Record):
+    """1-based row and column, as ruff reports them; ordered by row, then column."""
 
-    row: int
-    column: int
+    __slots__ = ("column", "row")
+    FIELDS = ("row", "column")
+
+    def __init__(self, row: int, column: int) -> None:
+        self.row = row
+        self.column = column
+
+    def __lt__(self, other: Position) -> bool:
+        if other.__class__ is not Position:
+            return NotImplemented
+        return (self.row, self.column) < (other.row, other.column)
+
+    def __le__(self, other: Position) -> bool:
+        if other.__class__ is not Position:
+            return NotImplemented
+        return (self.row, self.column) <= (other.row, other.column)
+
+    def __gt__(self, other: Position) -> bool:
+        if other.__class__ is not Position:
+            return NotImplemented
+        return (self.row, self.column) > (other.row, other.column)
+
+    def __ge__(self, other: Position) -> bool:
+        if other.__class__ is not Position:
+            return NotImplemented
+        return (self.row, self.column) >= (other.row, other.column)
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(Record):
     """Replace the text between two positions (end exclusive) with `content`."""
 
-    content: str
-    location: Position
-    end_location: Position
+    __slots__ = ("content", "end_location", "location")
+    FIELDS = ("content", "location", "end_location")
+
+    def __init__(self, content: str, location: Position, end_location: Position) -> None:
+        self.content = content
+        self.location = location
+        self.end_location = end_location
 
 
-@dataclass(frozen=True)
-class Fix:
-    applicability: Applicability
-    message: str
-    edits: tuple[Edit, ...] = ()
+class Fix(Record):
+    __slots__ = ("applicability", "edits", "message")
+    FIELDS = ("applicability", "message", "edits")
+
+    def __init__(self, applicability: Applicability, message: str,
+                 edits: tuple[Edit, ...] = ()) -> None:
+        self.applicability = applicability
+        self.message = message
+        self.edits = edits
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One reported problem. `code` is None for a file that could not be read or parsed."""
+class Finding(Record):
+    """One reported problem. `code` is None for a file that could not be read or parsed.
+    `extra` takes no part in equality."""
 
-    code: str | None
-    message: str
-    path: Path
-    location: Position
-    end_location: Position
-    severity: Severity = Severity.ERROR
-    guarded: bool = False
-    fix: Fix | None = None
-    cell: int | None = None  # 1-based notebook cell, as ruff reports it
-    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    __slots__ = ("cell", "code", "end_location", "extra", "fix", "guarded", "location",
+                 "message", "path", "severity")
+    FIELDS = ("code", "message", "path", "location", "end_location", "severity", "guarded",
+              "fix", "cell", "extra")
+    COMPARED = FIELDS[:-1]
+
+    def __init__(self, code: str | None, message: str, path: Path, location: Position,
+                 end_location: Position, severity: Severity = Severity.ERROR,
+                 guarded: bool = False, fix: Fix | None = None, cell: int | None = None,
+                 extra: dict[str, str] | None = None) -> None:
+        self.code = code
+        self.message = message
+        self.path = path
+        self.location = location
+        self.end_location = end_location
+        self.severity = severity
+        self.guarded = guarded
+        self.fix = fix
+        self.cell = cell  # 1-based notebook cell, as ruff reports it
+        self.extra = {} if extra is None else extra
 
     @property
     def category(self) -> Category:
@@ -93,7 +138,7 @@ class Finding:
         """The same finding behind a CUDA guard: severity lowered one step, never hidden."""
         if self.guarded:
             return self
-        return replace(self, guarded=True, severity=self.severity.lowered())
+        return self.replace(guarded=True, severity=self.severity.lowered())
 
     def sort_key(self) -> tuple[str, int, int, int, str]:
         return (str(self.path), self.cell or 0, self.location.row, self.location.column,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import enum
-import fnmatch
-import re
-from dataclasses import dataclass
-from functools import cache, cached_property
-from pathlib import Path
+from functools import cached_property
+
+from cudalint.record import Record
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class FileKind(str, enum.Enum):
@@ -34,7 +36,7 @@ SCRIPT_KINDS = frozenset({FileKind.SHELL, FileKind.MAKEFILE, FileKind.DOCKERFILE
 SCRIPT_RULE_KINDS = frozenset({*SCRIPT_KINDS, FileKind.NOTEBOOK})
 
 
-# (kind, glob on the file name); the first match wins.
+# (kind, glob on the file name, `*` its only wildcard); the first match wins.
 _NAME_PATTERNS: tuple[tuple[FileKind, str], ...] = (
     (FileKind.PYTHON, "*.py"),
     (FileKind.PYTHON, "*.pyi"),
@@ -91,26 +93,42 @@ def classify(path: Path) -> FileKind | None:
         return FileKind.CI  # a composite action: .github/actions/<name>/action.yml
     if len(parts) >= 2 and parts[-2] == "requirements" and name.endswith((".txt", ".in")):
         return FileKind.REQUIREMENTS  # requirements/base.txt, requirements/gpu.in
-    found = _names().match(name)
-    return None if found is None or found.lastindex is None else \
-        _NAME_PATTERNS[found.lastindex - 1][0]
+    return next((kind for kind, glob in _NAME_PARTS if _matches(name, glob)), None)
 
 
-@cache
-def _names() -> re.Pattern[str]:
-    """The name patterns as one pattern, a group each, in order: the first that matches is
-    the one group that does (one call per file, not one per pattern: a walk meets thousands)."""
-    return re.compile("|".join(f"({fnmatch.translate(glob)})" for _, glob in _NAME_PATTERNS))
+# Each glob split at its stars. (Matched so, not by regular expressions: compiling the
+# globs as one costs a run more than matching every file of a large tree this way.)
+_NAME_PARTS = tuple((kind, tuple(glob.split("*"))) for kind, glob in _NAME_PATTERNS)
 
 
-@dataclass
-class SourceFile:
+def _matches(name: str, parts: tuple[str, ...]) -> bool:
+    """Whether `name` matches the glob split into `parts` at its stars (as fnmatch does,
+    with case)."""
+    if len(parts) == 1:
+        return name == parts[0]
+    first, last = parts[0], parts[-1]
+    if not (name.startswith(first) and name.endswith(last)):
+        return False
+    at, end = len(first), len(name) - len(last)
+    for part in parts[1:-1]:  # each as early as it can be: what follows has the most room
+        at = name.find(part, at, end)
+        if at < 0:
+            return False
+        at += len(part)
+    return at <= end
+
+
+class SourceFile(Record):
     """A file's bytes, and its text where it is text. `text` is None for binary kinds."""
 
-    path: Path
-    kind: FileKind
-    data: bytes
-    text: str | None
+    FIELDS = ("path", "kind", "data", "text")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, path: Path, kind: FileKind, data: bytes, text: str | None) -> None:
+        self.path = path
+        self.kind = kind
+        self.data = data
+        self.text = text
 
     @cached_property
     def lines(self) -> list[str]:

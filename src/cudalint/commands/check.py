@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
 from pathlib import Path
@@ -16,6 +14,7 @@ from cudalint.output.progress import HUMAN_FORMATS, DelayedProgress, wants_progr
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
+    from types import SimpleNamespace
     from typing import TextIO
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -24,7 +23,7 @@ _WITH_EDITS = ("json", "sarif")
 _FORMAT_MODULES = {"json": "json_format"}  # the output module of a format, where not its name
 
 
-def run_check(args: argparse.Namespace) -> int:
+def run_check(args: SimpleNamespace) -> int:
     problem = _usage_problem(args)
     if problem is not None:
         return _fail(problem)
@@ -56,7 +55,7 @@ def run_check(args: argparse.Namespace) -> int:
     return _exit_code(reports, args)
 
 
-def _run_with_progress(args: argparse.Namespace, config: Config,
+def _run_with_progress(args: SimpleNamespace, config: Config,
                        options: RunOptions) -> list[FileReport]:
     progress = (DelayedProgress(sys.stderr)
                 if wants_progress(args.output_format, args.quiet, sys.stdout, sys.stderr) else None)
@@ -67,7 +66,7 @@ def _run_with_progress(args: argparse.Namespace, config: Config,
             progress.close()
 
 
-def _usage_problem(args: argparse.Namespace) -> str | None:
+def _usage_problem(args: SimpleNamespace) -> str | None:
     unknown = _unknown_selector([*(args.select or []), *(args.ignore or []),
                                  *args.extend_select])
     if unknown is not None:
@@ -88,7 +87,7 @@ def _unknown_selector(selectors: list[str]) -> str | None:
     return next((s for s in selectors if not rules.is_known_selector(s)), None)
 
 
-def _options(args: argparse.Namespace, *, in_memory: bool) -> RunOptions:
+def _options(args: SimpleNamespace, *, in_memory: bool) -> RunOptions:
     fixing = args.fix or args.unsafe_fixes or args.fix_only
     return RunOptions(
         fix=fixing and not args.diff,
@@ -105,19 +104,19 @@ def _options(args: argparse.Namespace, *, in_memory: bool) -> RunOptions:
     )
 
 
-def _config_start(args: argparse.Namespace, reading_stdin: bool) -> Path:
+def _config_start(args: SimpleNamespace, reading_stdin: bool) -> Path:
     if reading_stdin:
         return args.stdin_filename or Path.cwd()
     return _common_folder(args.paths or [Path(".")])
 
 
-def _shown_path(args: argparse.Namespace, reading_stdin: bool) -> Path:
+def _shown_path(args: SimpleNamespace, reading_stdin: bool) -> Path:
     if reading_stdin:
         return args.stdin_filename or Path("-")
     return (args.paths or [Path(".")])[0]
 
 
-def _print(reports: list[FileReport], args: argparse.Namespace, options: RunOptions,
+def _print(reports: list[FileReport], args: SimpleNamespace, options: RunOptions,
            config: Config, out: TextIO) -> None:
     if args.output_format not in HUMAN_FORMATS:
         out.write(_machine_format(args.output_format, reports, config))
@@ -150,12 +149,14 @@ def _machine_format(name: str, reports: list[FileReport], config: Config) -> str
         from cudalint.output import gitlab
 
         return gitlab.render(reports, project_root(config))
+    import importlib  # (and warnings with it) only for these formats
+
     module = importlib.import_module(f"cudalint.output.{_FORMAT_MODULES.get(name, name)}")
     rendered: str = module.render(reports)
     return rendered
 
 
-def _exit_code(reports: list[FileReport], args: argparse.Namespace) -> int:
+def _exit_code(reports: list[FileReport], args: SimpleNamespace) -> int:
     if args.diff:  # as ruff: 1 when there is something to fix
         return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
     if args.fix_only or args.exit_zero:  # as ruff: --fix-only exits 0 after fixing

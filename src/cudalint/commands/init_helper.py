@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from cudalint.commands import HelpFormatter
+from cudalint.commands.help import HelpFormatter
 from cudalint.config import find_project_root
 
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from cudalint.commands import HelpFormatter
+from cudalint.commands.help import HelpFormatter
 from cudalint.docs import render_rule_page, severity_text
 from cudalint.rules import primary_rules, rule_by_code
 from cudalint.rules.base import Rule

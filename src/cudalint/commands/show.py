@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import fields
 from pathlib import Path
 
 from cudalint.config import Config
@@ -32,10 +31,9 @@ def settings(path: Path, config: Config, options: RunOptions) -> int:
         f"Project root: {config.root}",
         f"kind = {json.dumps(kind.value if kind else None)}",
     ]
-    for field in fields(config):
-        if field.name not in ("root", "source"):
-            value = getattr(config, field.name)
-            lines.append(f"{field.name.replace('_', '-')} = {json.dumps(value)}")
+    for name in config.FIELDS:
+        if name not in ("root", "source"):
+            lines.append(f"{name.replace('_', '-')} = {json.dumps(getattr(config, name))}")
     for name in ("select", "ignore", "extend_select"):
         value = getattr(options, name)
         if value:

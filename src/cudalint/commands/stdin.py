@@ -9,7 +9,6 @@ editor, else the configured helper module.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -19,10 +18,14 @@ from cudalint.engine import project
 from cudalint.engine.runner import FileReport, RunOptions, check_file, rules_for, selected_rules
 from cudalint.kinds import FileKind, classify
 
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from types import SimpleNamespace
+
 STDIN = Path("-")
 
 
-def wanted(args: argparse.Namespace) -> bool:
+def wanted(args: SimpleNamespace) -> bool:
     return args.stdin_filename is not None or [str(p) for p in args.paths] == ["-"]
 
 

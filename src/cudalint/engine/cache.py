@@ -279,7 +279,7 @@ def _digest(data: bytes) -> blake2b:
 
 def _settings(settings: Settings) -> str:
     """The settings as JSON, computed once per distinct value (files share them)."""
-    return _settings_text(tuple(vars(settings).values()))
+    return _settings_text(settings.values())
 
 
 @lru_cache(maxsize=256)

@@ -11,13 +11,13 @@ depend on cudalint instead).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from cudalint.config import DEFAULT_MAX_FILE_SIZE
 from cudalint.engine.reader import ReadError, read_regular
 from cudalint.kinds import FileKind
+from cudalint.record import Record
 
 HELPER_NAME = "_device"
 FALLBACK_NAME = "_cudalint_device"  # when the project has a `_device.py` of its own
@@ -26,10 +26,13 @@ FALLBACK_NAME = "_cudalint_device"  # when the project has a `_device.py` of its
 HELPER_MARKER = b'"""Portable device selection and `torch.cuda.*` replacements (written by'
 
 
-@dataclass(frozen=True)
-class HelperPlace:
-    module: str  # what the fixed file imports
-    path: Path  # where the helper is written when a fix uses it
+class HelperPlace(Record):
+    __slots__ = ("module", "path")
+    FIELDS = ("module", "path")
+
+    def __init__(self, module: str, path: Path) -> None:
+        self.module = module  # what the fixed file imports
+        self.path = path  # where the helper is written when a fix uses it
 
 
 def is_helper_copy(data: bytes) -> bool:
@@ -42,9 +45,17 @@ def helper_place(path: Path, kind: FileKind) -> HelperPlace:
     return _place(folder, notebook=kind is FileKind.NOTEBOOK)
 
 
-@lru_cache(maxsize=1024)  # one realpath per folder, not per file
+@lru_cache(maxsize=1024)  # once per folder, not per file
 def _real_folder(folder: Path) -> Path:
-    return folder.resolve()
+    """`folder.resolve()`, from its parent's real path where the folder is no link: one
+    system call per folder (a realpath costs one per component, and a tree shares them)."""
+    if folder.name in ("", ".."):  # the root, the current folder, `a/..`: realpath decides
+        return folder.resolve()
+    try:
+        linked = folder.is_symlink()
+    except OSError:
+        linked = True
+    return folder.resolve() if linked else _real_folder(folder.parent) / folder.name
 
 
 @lru_cache(maxsize=1024)  # the files of one folder share it

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from cudalint.engine import noqa, notebook_imports
@@ -72,7 +72,7 @@ def check_notebook(job: Job) -> FileReport:
             continue
         text_of_cell = _source(raw)
         if text_of_cell is None:  # a fix would write the cell back without what it cannot read
-            findings.append(replace(error_finding(job.path, _MALFORMED_SOURCE), cell=index))
+            findings.append(error_finding(job.path, _MALFORMED_SOURCE).replace(cell=index))
             continue
         cell = read_cell(text_of_cell)
         shell = _shell_findings(job, cell, index)
@@ -82,7 +82,7 @@ def check_notebook(job: Job) -> FileReport:
             continue
         if fixing:
             fixed, count, found, before, wanted = _fix_cell(job, cell)
-            found_before.extend(replace(finding, cell=index) for finding in before)
+            found_before.extend(finding.replace(cell=index) for finding in before)
             if count:
                 changed[index - 1] = _as_stored(fixed, raw.get("source"))
                 applied += count
@@ -91,14 +91,14 @@ def check_notebook(job: Job) -> FileReport:
             found = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
                                 prefilter=job.prefilter, want_edits=job.options.want_edits
                                 ).findings
-        findings.extend(replace(finding, cell=index) for finding in found)
+        findings.extend(finding.replace(cell=index) for finding in found)
     if not fixing:
         return FileReport(job.path, findings, text)
     if not changed:
         return finish_fix(job, job.data, 0, findings, found_before)
     new_cell = notebook_imports.add(cells, changed, needs, job.settings.helper_module)
     if new_cell is not None:
-        findings = [replace(f, cell=f.cell + 1) if f.cell and f.cell > new_cell else f
+        findings = [f.replace(cell=f.cell + 1) if f.cell and f.cell > new_cell else f
                     for f in findings]
     written = None if new_cell is not None else splice_sources(text, cells, changed)
     if written is None:  # the sources could not be found in the text: write it anew
@@ -228,7 +228,7 @@ def _shell_findings(job: Job, cell: Cell, index: int) -> list[Finding]:
         return []
     source = SourceFile(job.path, FileKind.SHELL, cell.shell.encode(), cell.shell)
     found = noqa.unsuppressed(run_file_rules(rules, source), cell.text.split("\n"))
-    return [replace(finding, cell=index) for finding in found]
+    return [finding.replace(cell=index) for finding in found]
 
 
 def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], list[Finding], Needs]:

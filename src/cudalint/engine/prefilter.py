@@ -18,7 +18,7 @@ import ast
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -232,7 +232,7 @@ _last: tuple[tuple[type[Rule], ...], Settings, Prefilter] | None = None
 
 def _remember(rules: tuple[type[Rule], ...], settings: Settings, built: Prefilter) -> None:
     global _last
-    _last = (rules, replace(settings), built)  # a copy: the caller's may change
+    _last = (rules, settings.replace(), built)  # a copy: the caller's may change
 
 
 def without_prose(text: bytes, node: ast.stmt, first: int) -> bytes:

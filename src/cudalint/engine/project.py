@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from cudalint.engine.reader import ReadError, read_regular, read_text
 from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
 from cudalint.engine.torch_floor import declares, torch_floor
 from cudalint.kinds import FileKind
+from cudalint.record import Record
 
 
 def settings_for(config: Config) -> Settings:
@@ -36,15 +36,20 @@ def target_torch(config: Config, setup: SetupFacts) -> tuple[int, int]:
             or parse_version(DEFAULT_TARGET_TORCH))
 
 
-_CUDA_METHOD = re.compile(rb"^[ \t]+def[ \t]+cuda[ \t]*\(", re.MULTILINE)
+# (Compiled on its first use, by re's cache: a run replayed from the cache reads no file.)
+_CUDA_METHOD = rb"(?m)^[ \t]+def[ \t]+cuda[ \t]*\("
 
 
-@dataclass(frozen=True)
-class TreeFacts:
+class TreeFacts(Record):
     """What one scan of the checked Python files finds."""
 
-    own_cuda_method: bool = False  # a class defines `def cuda(self, ...)`
-    helper_copies: frozenset[Path] = frozenset()  # copies of the device helper
+    __slots__ = ("helper_copies", "own_cuda_method")
+    FIELDS = ("own_cuda_method", "helper_copies")
+
+    def __init__(self, own_cuda_method: bool = False,
+                 helper_copies: frozenset[Path] = frozenset()) -> None:
+        self.own_cuda_method = own_cuda_method  # a class defines `def cuda(self, ...)`
+        self.helper_copies = helper_copies  # copies of the device helper
 
 
 def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
@@ -71,7 +76,7 @@ def file_facts(data: bytes) -> tuple[bool, bool]:
     helper, and whether it defines a `cuda` method."""
     if is_helper_copy(data):
         return True, False
-    return False, b"def" in data and _CUDA_METHOD.search(data) is not None
+    return False, b"def" in data and re.search(_CUDA_METHOD, data) is not None
 
 
 def _read_facts(path: Path, limit: int) -> tuple[bool, bool] | None:
@@ -91,7 +96,7 @@ def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind
     place = helper_place(path, kind)
     if existing_only and not place.path.is_file():
         return settings
-    return replace(settings, helper_module=place.module, helper_file=place.path)
+    return settings.replace(helper_module=place.module, helper_file=place.path)
 
 
 @lru_cache(maxsize=8)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import codecs
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -248,7 +248,7 @@ def _positioned(
         if report.fix is not None:
             edits = _edits(planner, report.fix) if planner is not None else ()
             fix = Fix(report.fix.applicability, report.fix.message, edits)
-            finding = replace(finding, fix=fix)
+            finding = finding.replace(fix=fix)
             result.fixes.append((finding, report.fix, positions[report.fix.target]))
         result.findings.append(finding)
 

@@ -6,7 +6,6 @@ import fnmatch
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular, req
 from cudalint.engine.settings import Settings
 from cudalint.finding import Finding, error_finding
 from cudalint.kinds import FileKind, SourceFile
+from cudalint.record import Record
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
@@ -27,51 +27,106 @@ if TYPE_CHECKING:
     from cudalint.rules.base import FileRule, PythonRule, Rule
 
 
-@dataclass
-class RunOptions:
-    fix: bool = False
-    unsafe_fixes: bool = False
-    diff: bool = False  # show the fixes as a diff; write nothing
-    want_edits: bool = False  # compute each fix's text edits (json, sarif, the LSP)
-    force_exclude: bool = False  # apply excludes to files named explicitly too
-    jobs: int | None = None  # processes; None: one per CPU
-    in_memory: bool = False  # keep a fixed file in its report instead of writing it (stdin)
-    select: list[str] | None = None  # override the configuration's
-    ignore: list[str] | None = None
-    extend_select: list[str] = field(default_factory=list)
-    cache: bool = False  # read and write the project's lint cache (the CLI does by default)
-    lint_cache: Store | None = None  # where the workers record their checks, set by `run`
-    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # the configuration's, set by `run`
-    max_memory: int = DEFAULT_MAX_MEMORY  # the configuration's, set by `run`
+class RunOptions(Record):
+    """How a run checks its files (a mutable record)."""
+
+    __slots__ = ("cache", "diff", "extend_select", "fix", "force_exclude", "ignore",
+                 "in_memory", "jobs", "lint_cache", "max_file_size", "max_memory", "select",
+                 "unsafe_fixes", "want_edits")
+    FIELDS = ("fix", "unsafe_fixes", "diff", "want_edits", "force_exclude", "jobs",
+              "in_memory", "select", "ignore", "extend_select", "cache", "lint_cache",
+              "max_file_size", "max_memory")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        fix: bool = False,
+        unsafe_fixes: bool = False,
+        diff: bool = False,  # show the fixes as a diff; write nothing
+        want_edits: bool = False,  # compute each fix's text edits (json, sarif, the LSP)
+        force_exclude: bool = False,  # apply excludes to files named explicitly too
+        jobs: int | None = None,  # processes; None: one per CPU
+        in_memory: bool = False,  # keep a fixed file in its report instead of writing it
+        select: list[str] | None = None,  # override the configuration's
+        ignore: list[str] | None = None,
+        extend_select: list[str] | None = None,  # None: []
+        cache: bool = False,  # read and write the project's lint cache (the CLI does)
+        lint_cache: Store | None = None,  # where the workers record their checks (`run`)
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,  # the configuration's, set by `run`
+        max_memory: int = DEFAULT_MAX_MEMORY,  # the configuration's, set by `run`
+    ) -> None:
+        self.fix = fix
+        self.unsafe_fixes = unsafe_fixes
+        self.diff = diff
+        self.want_edits = want_edits
+        self.force_exclude = force_exclude
+        self.jobs = jobs
+        self.in_memory = in_memory
+        self.select = select
+        self.ignore = ignore
+        self.extend_select = [] if extend_select is None else extend_select
+        self.cache = cache
+        self.lint_cache = lint_cache
+        self.max_file_size = max_file_size
+        self.max_memory = max_memory
 
 
-@dataclass
-class FileReport:
-    path: Path
-    findings: list[Finding]
-    text: str | None = None  # the checked text (after fixing), for source excerpts
-    fixed: int = 0  # fixes applied (or, with --diff, that would be)
-    diff: str = ""
-    written: bool = False  # the fixed text was written to the file
-    found: list[Finding] | None = None  # with --fix or --diff: the findings before fixing
-    fixed_data: bytes | None = None  # with RunOptions.in_memory: the fixed file, not written
-    helper: Path | None = None  # the standalone helper the fixed file imports
-    helper_written: bool = False  # this run wrote that helper
-    cache_entry: dict[str, Any] | None = None  # the lint cache's record of this check
+class FileReport(Record):
+    """What the check of one file found (and did)."""
+
+    __slots__ = ("cache_entry", "diff", "findings", "fixed", "fixed_data", "found", "helper",
+                 "helper_written", "path", "text", "written")
+    FIELDS = ("path", "findings", "text", "fixed", "diff", "written", "found", "fixed_data",
+              "helper", "helper_written", "cache_entry")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        path: Path,
+        findings: list[Finding],
+        text: str | None = None,  # the checked text (after fixing), for source excerpts
+        fixed: int = 0,  # fixes applied (or, with --diff, that would be)
+        diff: str = "",
+        written: bool = False,  # the fixed text was written to the file
+        found: list[Finding] | None = None,  # with --fix or --diff: the findings before
+        fixed_data: bytes | None = None,  # with RunOptions.in_memory: the fixed file
+        helper: Path | None = None,  # the standalone helper the fixed file imports
+        helper_written: bool = False,  # this run wrote that helper
+        cache_entry: dict[str, Any] | None = None,  # the lint cache's record of this check
+    ) -> None:
+        self.path = path
+        self.findings = findings
+        self.text = text
+        self.fixed = fixed
+        self.diff = diff
+        self.written = written
+        self.found = found
+        self.fixed_data = fixed_data
+        self.helper = helper
+        self.helper_written = helper_written
+        self.cache_entry = cache_entry
 
 
-@dataclass
-class Job:
+class Job(Record):
     """One file's check: what it reads, with which rules, and whether it may write."""
 
-    path: Path
-    kind: FileKind
-    data: bytes
-    python_rules: tuple[type[PythonRule], ...]
-    file_rules: tuple[FileRule, ...]
-    settings: Settings
-    prefilter: Prefilter
-    options: RunOptions
+    __slots__ = ("data", "file_rules", "kind", "options", "path", "prefilter", "python_rules",
+                 "settings")
+    FIELDS = ("path", "kind", "data", "python_rules", "file_rules", "settings", "prefilter",
+              "options")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, path: Path, kind: FileKind, data: bytes,
+                 python_rules: tuple[type[PythonRule], ...], file_rules: tuple[FileRule, ...],
+                 settings: Settings, prefilter: Prefilter, options: RunOptions) -> None:
+        self.path = path
+        self.kind = kind
+        self.data = data
+        self.python_rules = python_rules
+        self.file_rules = file_rules
+        self.settings = settings
+        self.prefilter = prefilter
+        self.options = options
 
 
 Checker = Callable[[Job], FileReport]
@@ -126,19 +181,19 @@ def run(
     """Every file's report, in path order. Ctrl-C raises `Interrupted` with the reports of the
     files finished so far (the files written among them)."""
     settings = project.settings_for(config)
-    options = replace(options, max_file_size=config.max_file_size, max_memory=config.max_memory)
+    options = options.replace(max_file_size=config.max_file_size, max_memory=config.max_memory)
     unreadable: list[tuple[Path, str]] = []
     found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable)
     lint_cache = _open_cache(config, options)
     tree = project.scan_tree(found, config.max_file_size,
                              None if lint_cache is None else _cached_facts(lint_cache, options))
     if tree.own_cuda_method:
-        settings = replace(settings, own_cuda_method=True)
+        settings = settings.replace(own_cuda_method=True)
     files = [(path, kind, project.file_settings(settings, config, path, kind))
              for path, kind in found if path not in tree.helper_copies]
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
     if lint_cache is not None:
-        options = replace(options, lint_cache=lint_cache.store)
+        options = options.replace(lint_cache=lint_cache.store)
         replayed, files = replay(lint_cache, files, options)
         reports += replayed
     read = _read_small_run(files, options)
@@ -411,7 +466,7 @@ def _check_and_store(
 ) -> FileReport:
     """A file the cache did not hold (`replay`), checked; its report carries the cache entry
     for the run's process to record (its status taken before the content is read)."""
-    uncached = replace(options, lint_cache=None)
+    uncached = options.replace(lint_cache=None)
     if data is None:
         status = file_status(path)
         try:
@@ -473,7 +528,7 @@ def finish_fix(
 
 def _left_as_it_was(job: Job, reason: str) -> FileReport:
     """The findings of the file as it stays, after the error line saying why it was not fixed."""
-    unfixed = replace(job, options=replace(job.options, fix=False, diff=False))
+    unfixed = job.replace(options=job.options.replace(fix=False, diff=False))
     report = isolated(checker_for(job.kind), unfixed)
     report.findings.insert(0, error_finding(job.path, reason))
     return report

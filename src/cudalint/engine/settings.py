@@ -1,34 +1,57 @@
-"""The settings a rule may read and the project facts they come from: plain dataclasses, so
-that a run which replays every file from the cache computes them without importing LibCST."""
+"""The settings a rule may read and the project facts they come from: plain records
+(cudalint.record), so that a run which replays every file from the cache computes them
+without importing LibCST or dataclasses."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from cudalint.record import Record
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # The helper functions a fix may call, all defined beside pick_device in the helper module.
 HELPER_MODULE_DEFAULT = "cudalint.device"
 
 
-@dataclass
-class Settings:
-    """The parts of the configuration a rule may read."""
+class Settings(Record):
+    """The parts of the configuration a rule may read (a mutable record)."""
 
-    helper_module: str = HELPER_MODULE_DEFAULT
-    target_torch: tuple[int, int] = (2, 6)
-    first_party: frozenset[str] = frozenset()
-    extension_modules: frozenset[str] = frozenset()  # the project's own compiled CUDA extensions
-    # A class of the checked tree defines its own `cuda` method: `x.cuda()` may be one of
-    # them, so rewriting it to `.to(...)` is not safe.
-    own_cuda_method: bool = False
-    # Where the helper module's file goes when the run writes it (the standalone helper).
-    helper_file: Path | None = None
+    __slots__ = ("extension_modules", "first_party", "helper_file", "helper_module",
+                 "own_cuda_method", "target_torch")
+    FIELDS = ("helper_module", "target_torch", "first_party", "extension_modules",
+              "own_cuda_method", "helper_file")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        helper_module: str = HELPER_MODULE_DEFAULT,
+        target_torch: tuple[int, int] = (2, 6),
+        first_party: frozenset[str] = frozenset(),
+        extension_modules: frozenset[str] = frozenset(),
+        own_cuda_method: bool = False,
+        helper_file: Path | None = None,
+    ) -> None:
+        self.helper_module = helper_module
+        self.target_torch = target_torch
+        self.first_party = first_party
+        # the project's own compiled CUDA extensions
+        self.extension_modules = extension_modules
+        # A class of the checked tree defines its own `cuda` method: `x.cuda()` may be one
+        # of them, so rewriting it to `.to(...)` is not safe.
+        self.own_cuda_method = own_cuda_method
+        # Where the helper module's file goes when the run writes it (the standalone helper).
+        self.helper_file = helper_file
 
 
-@dataclass(frozen=True)
-class SetupFacts:
+class SetupFacts(Record):
     """What a project's setup.py declares (engine/setup_py.py reads it)."""
 
-    cuda_extensions: frozenset[str] = frozenset()  # dotted module names
-    packages: frozenset[str] = frozenset()  # top-level import names the project ships
-    requires: tuple[str, ...] = ()  # install_requires and extras_require entries (literals)
+    __slots__ = ("cuda_extensions", "packages", "requires")
+    FIELDS = ("cuda_extensions", "packages", "requires")
+
+    def __init__(self, cuda_extensions: frozenset[str] = frozenset(),
+                 packages: frozenset[str] = frozenset(), requires: tuple[str, ...] = ()) -> None:
+        self.cuda_extensions = cuda_extensions  # dotted module names
+        self.packages = packages  # top-level import names the project ships
+        self.requires = requires  # install_requires and extras_require entries (literals)

@@ -24,10 +24,11 @@ if TYPE_CHECKING:
 _TORCH = frozenset({"torch", "pytorch"})
 _LOWER_BOUND_OPS = frozenset({">=", "==", "~=", ">", "==="})
 # A conda match spec: `pytorch=1.7`, `pytorch>=1.8,<2`, `pytorch 2.1.*`,
-# `pytorch::pytorch=2.1=*cuda*`
-_CONDA = re.compile(r"^\s*(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)$")
-_CONDA_CLAUSE = re.compile(r"^\s*(>=|==|=|~=|>)?\s*(\d+)(?:\.(\d+))?")
-_POETRY = re.compile(r"^\s*(\^|~|>=|==|>|~=)?\s*(\d+)(?:\.(\d+))?")
+# `pytorch::pytorch=2.1=*cuda*`. (Patterns compiled on their first use, by re's cache: most
+# projects have neither a conda environment nor poetry, and every run reads the floor.)
+_CONDA = r"^\s*(?:[\w.-]+::)?([A-Za-z0-9_.-]+)\s*(.*)$"
+_CONDA_CLAUSE = r"^\s*(>=|==|=|~=|>)?\s*(\d+)(?:\.(\d+))?"
+_POETRY = r"^\s*(\^|~|>=|==|>|~=)?\s*(\d+)(?:\.(\d+))?"
 
 Floor = tuple[int, int]
 
@@ -135,7 +136,7 @@ def _from_pyproject(path: Path) -> Iterator[Floor]:
 
 
 def _poetry_floor(constraint: str) -> Floor | None:
-    floors = [m for clause in constraint.split(",") if (m := _POETRY.match(clause))]
+    floors = [m for clause in constraint.split(",") if (m := re.match(_POETRY, clause))]
     if not floors:
         return None
     return max((int(m.group(2)), int(m.group(3) or 0)) for m in floors)
@@ -190,12 +191,12 @@ def _from_environments(root: Path) -> Iterator[Floor]:
 
 
 def _conda_floor(spec: str) -> Floor | None:
-    match = _CONDA.match(spec)
+    match = re.match(_CONDA, spec)
     if match is None or match.group(1).lower() not in _TORCH:
         return None
     version = match.group(2).split("=", 2) if match.group(2).startswith("=") \
         and not match.group(2).startswith("==") else None
     clauses = [version[1]] if version else match.group(2).split(",")
     floors = [(int(m.group(2)), int(m.group(3) or 0)) for clause in clauses
-              if (m := _CONDA_CLAUSE.match(clause))]
+              if (m := re.match(_CONDA_CLAUSE, clause))]
     return max(floors) if floors else None

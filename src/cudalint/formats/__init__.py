@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from cudalint.record import Record
 
 
-@dataclass(frozen=True)
-class FormatError:
-    """Why a file is not valid YAML or TOML, and where (1-based)."""
+class FormatError(Record):
+    """Why a file is not valid YAML or TOML, and where (1-based). (A record: the package is
+    imported by every run of a project with a requirements file, for its torch floor.)"""
 
-    message: str
-    row: int = 1
-    column: int = 1
+    __slots__ = ("column", "message", "row")
+    FIELDS = ("message", "row", "column")
+
+    def __init__(self, message: str, row: int = 1, column: int = 1) -> None:
+        self.message = message
+        self.row = row
+        self.column = column

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+
+from cudalint.record import Record
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
@@ -37,16 +38,21 @@ _MACOS = {
 }
 
 
-@dataclass(frozen=True)
-class Line:
-    """One logical line of a requirements file: `option` is set for `-i URL`-style lines."""
+class Line(Record):
+    """One logical line of a requirements file: `option` is set for `-i URL`-style lines.
+    (A record: every run reads the project's requirements for its torch floor.)"""
 
-    row: int
-    column: int
-    text: str
-    option: str | None = None  # the long name: "--index-url"
-    value: str = ""
-    value_column: int = 0
+    __slots__ = ("column", "option", "row", "text", "value", "value_column")
+    FIELDS = ("row", "column", "text", "option", "value", "value_column")
+
+    def __init__(self, row: int, column: int, text: str, option: str | None = None,
+                 value: str = "", value_column: int = 0) -> None:
+        self.row = row
+        self.column = column
+        self.text = text
+        self.option = option  # the long name: "--index-url"
+        self.value = value
+        self.value_column = value_column
 
 
 def read_lines(lines: Sequence[str]) -> Iterator[Line]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from cudalint.engine.prefilter import Prefilter, TermsKey
@@ -130,7 +130,7 @@ def _within(findings: list[Finding], unit: Unit) -> list[Finding]:
 
 
 def _moved(entry: Sequence[Finding], rows: int) -> list[Finding]:
-    return [replace(f, location=_down(f.location, rows), end_location=_down(f.end_location, rows))
+    return [f.replace(location=_down(f.location, rows), end_location=_down(f.end_location, rows))
             for f in entry]
 
 

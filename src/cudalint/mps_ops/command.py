@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn, TextIO
 
-from cudalint.commands import HelpFormatter
+from cudalint.commands.help import HelpFormatter
 from cudalint.mps_ops.coverage import (
     Coverage,
     InvalidTorchVersion,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cudalint.commands import HelpFormatter
+from cudalint.commands.help import HelpFormatter
 from cudalint.config import ConfigError, load_config
 from cudalint.discovery import MissingPathError
 from cudalint.report.audit import audit
