@@ -236,3 +236,22 @@ def test_float64_terms_skip_numpy_methods_annotations_and_other_doubles():
     assert "def double_backward" not in code and "def noisy" in code
     assert _codes(whole) == [("CUD601", 21)]
     assert first_pass.findings == whole.findings
+
+
+def test_a_call_name_counts_in_a_function_that_imports_it_not_in_any_that_imports():
+    """`mode` of a `lambda mode: ...` in a function importing something else is no call of
+    `torch.mode`; `from torch import mode as m` is, and `__import__("cupy")` imports cupy."""
+    prefilter = PREFILTER.within(b"mode cupy __import__ lambda")
+    assert prefilter is not None
+    local_import = (
+        "def current(stack):\n    from torch.overrides import _get_current_function_mode_stack\n"
+        "    return next(filter(lambda mode: mode.active, stack), None)\n"
+    )
+    assert not _code_matches(prefilter, local_import)
+    assert _code_matches(prefilter, "def f(x):\n    from torch import mode as m\n    return m(x)\n")
+    assert _code_matches(prefilter, "def f():\n    return __import__('cupy')\n")
+    source = ("import torch\n\n\ndef f(x):\n    import os\n    from torch.linalg import eig as e\n"
+              "    return e(x)\n")
+    first_pass, whole = _checks(source)
+    assert [code for code, _ in _codes(whole)] == ["CUD602"]
+    assert first_pass.findings == whole.findings

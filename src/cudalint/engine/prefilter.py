@@ -192,7 +192,8 @@ class Prefilter:
     def matches_code(self, text: bytes, node: ast.stmt, first: int) -> bool:
         """The code of a function or class (`text`, its lines from line `first`; `node`, as
         `ast` read it) names a term, as the term counts: not in its docstrings, other bare
-        strings or comments, and a call's name only where it is called or imported."""
+        strings or comments, and a call's name only where it is called or imported (not
+        `mode` in a function that imports something else)."""
         if not self.matches(text):
             return False
         code = without_prose(text, node, first)
@@ -203,11 +204,27 @@ class Prefilter:
             return True
         if self.calls.isdisjoint(found):
             return False
-        return b"import" in code or _called(self._all_calls or self.calls).search(code) is not None
+        if _called(self._all_calls or self.calls).search(code) is not None:
+            return True
+        return b"import" in code and (b"__import__" in code  # `__import__("apex")`
+                                      or not self.calls.isdisjoint(_imported(node)))
 
     def _patterned(self, data: bytes) -> bool:
         return any(_regex(p).search(data) for p in self.patterns) \
             or any(_all_match(group, data) for group in self.together)
+
+
+def _imported(node: ast.stmt) -> set[bytes]:
+    """Every name the import statements in `node` spell (`torch`, `linalg` and `eig` in
+    `from torch.linalg import eig as e`)."""
+    names: set[bytes] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.Import, ast.ImportFrom)):
+            for alias in inner.names:
+                names.update(part.encode() for part in alias.name.split("."))
+            if isinstance(inner, ast.ImportFrom) and inner.module:
+                names.update(part.encode() for part in inner.module.split("."))
+    return names
 
 
 def _all_match(group: tuple[bytes, ...], data: bytes) -> bool:
