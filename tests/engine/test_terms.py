@@ -255,3 +255,61 @@ def test_a_call_name_counts_in_a_function_that_imports_it_not_in_any_that_import
     first_pass, whole = _checks(source)
     assert [code for code, _ in _codes(whole)] == ["CUD602"]
     assert first_pass.findings == whole.findings
+
+
+def _alone(code: str, source: str) -> tuple[PythonResult, PythonResult]:
+    """`_checks` with one rule enabled: its terms alone must keep what it reports."""
+    rule = rule_by_code(code)
+    assert rule is not None and issubclass(rule, PythonRule)
+    data = source.encode()
+    first_pass = lint_python(data, Path("k.py"), [rule], SETTINGS,
+                             prefilter=Prefilter.for_rules([rule], SETTINGS))
+    return first_pass, lint_python(data, Path("k.py"), [rule], SETTINGS, sparse=False)
+
+
+KERNELS = {
+    "an alias of the package": "import cupy as cp\n\n\ndef add():\n    return cp.RawKernel(S, 'a')\n",
+    "a spaced dotted alias": "import numba . cuda as nc\n\n\n@nc.jit\ndef k(a):\n    a[0] += 1\n",
+    "a module imported from": "from numba import cuda\n\n\n@cuda.jit\ndef k(a):\n    a[0] += 1\n",
+    "a decorator imported": "from triton import jit\n\n\n@jit\ndef k(x_ptr, n):\n    pass\n",
+    "torch's jiterator": (
+        "from torch.cuda import jiterator as jt\n\n\ndef f():\n    return jt._create_jit_fn(S)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", KERNELS.values(), ids=KERNELS.keys())
+def test_a_kernel_reached_through_an_import_is_found(source):
+    first_pass, whole = _alone("CUD303", source)
+    assert [f.code for f in whole.findings] == ["CUD303"]
+    assert first_pass.findings == whole.findings
+
+
+INDUCTOR = '''\
+import torch
+import triton
+import triton.language as tl
+
+
+@torch.jit.script
+def scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def grid(n):
+    return (triton.cdiv(n, 128),)
+
+
+@triton.jit
+def add_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+'''
+
+
+def test_a_kernel_needs_its_package_and_its_decorator_in_one_text():
+    """`torch.jit` is no triton kernel, nor is `triton.cdiv`: only the kernel is read."""
+    first_pass, whole = _alone("CUD303", INDUCTOR)
+    assert first_pass.module is not None
+    assert "def scale" not in first_pass.module.code and "def grid" not in first_pass.module.code
+    assert [(f.code, f.location.row) for f in whole.findings] == [("CUD303", 15)]
+    assert first_pass.findings == whole.findings
