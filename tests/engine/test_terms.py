@@ -268,7 +268,7 @@ def _alone(code: str, source: str) -> tuple[PythonResult, PythonResult]:
 
 
 KERNELS = {
-    "an alias of the package": "import cupy as cp\n\n\ndef add():\n    return cp.RawKernel(S, 'a')\n",
+    "an alias of the package": "import cupy as cp\n\n\ndef k():\n    return cp.RawKernel(S, 'a')\n",
     "a spaced dotted alias": "import numba . cuda as nc\n\n\n@nc.jit\ndef k(a):\n    a[0] += 1\n",
     "a module imported from": "from numba import cuda\n\n\n@cuda.jit\ndef k(a):\n    a[0] += 1\n",
     "a decorator imported": "from triton import jit\n\n\n@jit\ndef k(x_ptr, n):\n    pass\n",
