@@ -313,3 +313,48 @@ def test_a_kernel_needs_its_package_and_its_decorator_in_one_text():
     assert "def scale" not in first_pass.module.code and "def grid" not in first_pass.module.code
     assert [(f.code, f.location.row) for f in whole.findings] == [("CUD303", 15)]
     assert first_pass.findings == whole.findings
+
+
+LOADS = {
+    "spaced": "import torch\n\n\ndef f(p):\n    return torch . load (\n        p)\n",
+    "a module alias": "import torch as th\n\n\ndef f(p):\n    return th.load(p)\n",
+    "an alias in the function": "def f(p):\n    import torch as th\n    return th.load(p)\n",
+    "imported": "from torch import load\n\n\ndef f(p):\n    return load(p)\n",
+    "imported as": "from torch import (\n    load as L)\n\n\ndef f(p):\n    return L(p)\n",
+}
+
+
+@pytest.mark.parametrize("source", LOADS.values(), ids=LOADS.keys())
+def test_torch_load_spelled_any_way_is_found(source):
+    first_pass, whole = _alone("CUD111", source)
+    assert [f.code for f in whole.findings] == ["CUD111"]
+    assert first_pass.findings == whole.findings
+
+
+CHECKPOINTS = '''\
+import json
+
+import torch
+
+
+class Store:
+    def load(self, path):
+        with open(path) as f:
+            return json.load(f)
+
+    def restore(self, path):
+        return self.load(path)
+
+    def weights(self, path):
+        return torch.load(path)
+'''
+
+
+def test_other_loads_are_not_read():
+    """`def load`, `json.load(f)` and `self.load(path)` are no `torch.load`."""
+    first_pass, whole = _alone("CUD111", CHECKPOINTS)
+    assert first_pass.module is not None
+    assert "json.load(f)" not in first_pass.module.code
+    assert "self.load(path)" not in first_pass.module.code
+    assert [(f.code, f.location.row) for f in whole.findings] == [("CUD111", 15)]
+    assert first_pass.findings == whole.findings
