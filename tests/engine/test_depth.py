@@ -19,6 +19,22 @@ def _walked_deeper_than(tree: ast.AST, limit: int) -> bool:
     return False
 
 
+_BLOCKS = ("if a:", "with a as (b):", "try:", "for x in (y):", "while (x):", "match x:",
+           "case _:", "def f(a=(1), *, b: (int) = 2):", "class C((B)):", "async def g():",
+           "async with a:")
+
+
+def _nested(blocks: int, minus: int) -> str:
+    """`blocks` blocks of every kind, one in the other, around an expression `minus` deep
+    (each `try:` ends with an `except` naming its exception)."""
+    lines = [" " * level + _BLOCKS[level % len(_BLOCKS)] for level in range(blocks)]
+    lines.append(" " * blocks + f"x = {'-' * minus}1")
+    for level in reversed(range(blocks)):
+        if _BLOCKS[level % len(_BLOCKS)] == "try:":
+            lines += [" " * level + "except (E) as e:", " " * (level + 1) + "pass"]
+    return "\n".join(lines) + "\n"
+
+
 SOURCES = [
     *(f"x = {'-' * n}1\n" for n in range(MAX_DEPTH - 8, MAX_DEPTH + 3)),
     *(f"def f():\n    if a:\n        x = {'-' * n}1\n" for n in range(MAX_DEPTH - 14, MAX_DEPTH)),
@@ -27,6 +43,7 @@ SOURCES = [
     *(f"x = {'not ' * n}1\n" for n in range(MAX_DEPTH - 8, MAX_DEPTH + 3)),
     *(f"y = {'a[' * n}0{']' * n}\n" for n in range(MAX_DEPTH // 2 - 4, MAX_DEPTH // 2 + 4)),
     "x = " + " + ".join(["1"] * 322) + "\n",
+    *(_nested(blocks, minus) for blocks in (30, 45, 60) for minus in range(0, 90, 3)),
     "model = model.cuda()\n" * 50,
 ]
 

@@ -163,3 +163,108 @@ def test_a_function_naming_only_an_alias_is_checked(tmp_path: Path) -> None:
         "def plain(x):\n    return x + 1\n\n\ndef step():\n    sync()\n"
     )
     assert codes_at(findings(tmp_path, source, codes=["CUD105"])) == [("CUD105", 10, 5)]
+
+
+_NESTED = {
+    "every kind of block": (
+        "import torch\n\n\ndef f(x, y):\n    # lead\n    if x:\n        a = x.cuda()\n"
+        "    elif y:\n\n        b = 1; c = 'cuda'\n    elif x or y:\n        pass\n    else:\n"
+        "        # comment\n        d = torch.device('cuda')\n    try:\n        e = 1\n"
+        "    except (A, B) as err:\n        f = 2\n    except C:\n        g = 3\n    else:\n"
+        "        h = 4\n    finally:\n        i = 5\n    for j in x:\n        k = j\n"
+        "    else:\n        m = 6\n    while x:\n        n = 7\n    else:\n        o = 8\n"
+        "    with a as b, c:\n        @decorate\n        # between\n        def inner():\n"
+        "            return 'cuda'\n    match x:\n        case [1, *rest]:\n            p = 9\n"
+        "        case _:\n            q = 10\n    if x: r = 11\n    return x\n"
+    ),
+    "tabs, windows newlines and a class in a class": (
+        "class A:\r\n\tclass B:\r\n\t\tdef f(self):\r\n\t\t\tif self:\r\n"
+        "\t\t\t\treturn self.cuda()\r\n\t\t\treturn (\r\n\t\t\t\t1)\r\n"
+    ),
+    "try star, async and deep nesting": (
+        "async def f():\n    try:\n        async with a:\n            async for b in c:\n"
+        "                if b:\n                    while b:\n                        b -= 1\n"
+        "    except* ValueError:\n        pass\n"
+    ),
+}
+
+
+def _members_of_blocks(module: cst.Module) -> list[tuple[int, tuple[cst.CSTNode, ...]]]:
+    """Every statement of an indented block below a top-level statement, with the nodes from
+    that top-level statement down to it (cudalint.engine.traversal.Chain)."""
+    from cudalint.engine.traversal import children
+
+    found = []
+    for index, top in enumerate(module.body):
+        stack: list[list[cst.CSTNode]] = [[top]]
+        while stack:
+            path = stack.pop()
+            if len(path) >= 3 and isinstance(path[-2], cst.IndentedBlock):
+                found.append((index, tuple(path)))
+            stack.extend([*path, child] for child in children(path[-1])
+                         if isinstance(child, (cst.BaseStatement, cst.BaseSuite, cst.Else,
+                                               cst.Finally, cst.ExceptHandler,
+                                               cst.ExceptStarHandler, cst.MatchCase)))
+    return found
+
+
+@pytest.mark.parametrize("source", [*_NESTED.values(), *_CLASSES.values(),
+                                    *_FIXTURE_SOURCES.values()],
+                         ids=[*_NESTED, *_CLASSES, *_FIXTURE_SOURCES])
+def test_a_statement_deep_in_blocks_is_placed_alone_as_libcst_places_it(source: str) -> None:
+    """The innermost statement around a report, generated alone from the line `ast` gives it
+    and the indentation of the blocks around it, has the positions a whole-module codegen
+    gives it; nothing around it is generated."""
+    module = cst.parse_module(source)
+    first_pass = outline(source.encode(), module, None)
+    assert first_pass is not None
+    expected = whole_module_positions(module)
+    chains = _members_of_blocks(module)
+    assert chains or source in _FIXTURE_SOURCES.values()
+    for chain in chains:
+        positions = StatementPositions(module, first_pass, hints=[], chains=[chain])
+        member = chain[1][-1]
+        inside = [n for n in find_all(member, (cst.CSTNode,))
+                  if n in expected and not isinstance(n, _WHITESPACE)]
+        assert inside
+        assert all(positions[n] == expected[n] for n in inside)
+        assert chain[1][0] not in positions._known  # the top-level statement: not generated
+
+
+def test_a_chain_ast_reads_otherwise_falls_back_to_the_statements() -> None:
+    """A chain whose blocks `ast` does not read alike (here: a statement that is not in the
+    block it names) places nothing; the node is found from its top-level statement."""
+    source = _NESTED["every kind of block"]
+    module = cst.parse_module(source)
+    first_pass = outline(source.encode(), module, None)
+    assert first_pass is not None
+    chains = _members_of_blocks(module)
+    index, nodes = next(c for c in chains if len(c[1]) == 3)  # a line of the function
+    deeper = next(c[1][-1] for c in chains if len(c[1]) > 3)  # a line in a block in it
+    broken = (index, (*nodes[:-1], deeper))
+    assert first_pass.nested_start(index, broken[1], "    ") is None
+    positions = StatementPositions(module, first_pass, hints=[], chains=[broken])
+    assert positions[nodes[-1]] == whole_module_positions(module)[nodes[-1]]
+
+
+def test_the_walk_notes_the_innermost_statement_around_each_report() -> None:
+    """Each report's chain ends at the line of the function holding it, and leads there
+    from the module's statement it is in; a report outside every block has no chain."""
+    from cudalint.engine.context import PythonContext
+    from cudalint.engine.traversal import walk
+    from cudalint.rules import all_rules
+
+    source = ("import torch\n\nx = torch.zeros(2).cuda()\n\n\ndef train(model, loader):\n"
+              "    for batch in loader:\n        if batch:\n            model.cuda()\n"
+              "    return model.cuda()\n")
+    module = cst.parse_module(source)
+    ctx = PythonContext(module)
+    reported = walk(ctx, [r for r in all_rules() if r.code == "CUD102"])
+    assert len(ctx.reports) == 3
+    assert [(index, [type(n).__name__ for n in nodes]) for index, nodes in reported.chains] == [
+        (2, ["FunctionDef", "IndentedBlock", "For", "IndentedBlock", "If", "IndentedBlock",
+             "SimpleStatementLine"]),
+        (2, ["FunctionDef", "IndentedBlock", "SimpleStatementLine"]),
+    ]
+    lines = [module.code_for_node(nodes[-1]).strip() for _, nodes in reported.chains]
+    assert lines == ["model.cuda()", "return model.cuda()"]

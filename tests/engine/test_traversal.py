@@ -88,7 +88,7 @@ def _run(module: cst.Module, skip: Collection[int], *, reference: bool) -> list[
         module.visit(walker)
         reported = walker.reported
     else:
-        reported = traversal.walk(ctx, _LOGGING_RULES, skip)
+        reported = traversal.walk(ctx, _LOGGING_RULES, skip).places
     reports = [(r.code, id(r.node), r.message, r.severity, r.guarded) for r in ctx.reports]
     return [*ctx.log, ("reports", reports), ("reported", sorted(reported))]
 

@@ -48,6 +48,79 @@ class Outline:
             return None
         return tuple(first_line(group[0]) - _leading_lines(member) for member, group in pairs)
 
+    def nested_start(self, index: int, chain: Sequence[cst.CSTNode],
+                     default_indent: str) -> tuple[int, list[str]] | None:
+        """Where the last statement of `chain` starts (its leading lines included) and the
+        indentation of each block around it; `chain` runs from the module's `index`-th
+        statement down to a statement of an indented block (cudalint.engine.traversal.Chain).
+        None where `ast` and LibCST do not read a block on the way alike."""
+        node: ast.stmt | None = self.nodes[index] if index < len(self.nodes) else None
+        statement, path = chain[0], list(chain[1:])
+        indents: list[str] = []
+        while path and node is not None:
+            entered = _entered(statement, node, path)
+            if entered is None:
+                return None
+            nodes, block, around, taken = entered
+            member = path[taken] if taken < len(path) else None
+            position = _position(block.body, member)
+            pairs = _paired(nodes, block.body) if position is not None else None
+            if pairs is None or position is None:
+                return None
+            indents.extend(default_indent if indent is None else indent for indent in around)
+            statement, node, path = pairs[position][0], pairs[position][1][0], path[taken + 1:]
+        if node is None:
+            return None
+        return first_line(node) - _leading_lines(statement), indents
+
+
+_HANDLERS = (cst.ExceptHandler, cst.ExceptStarHandler)
+
+
+def _entered(statement: cst.CSTNode, node: ast.stmt, path: list[cst.CSTNode],
+             ) -> tuple[list[ast.stmt], cst.IndentedBlock, list[str | None], int] | None:
+    """The block `path` enters from a compound statement (`statement` as LibCST reads it,
+    `node` as `ast` does): its statements as `ast` reads them, the block, the indentation
+    around it besides the block's own (a `match` indents its cases: None for the module's
+    default), and how many nodes of `path` lead into it (`elif`,
+    `else:`, `except:`, `finally:`, `case`, the block)."""
+    step = path[0]
+    kind = type(step)
+    if kind is cst.If and step is getattr(statement, "orelse", None):  # an `elif`
+        orelse = getattr(node, "orelse", None)
+        if not isinstance(node, ast.If) or not orelse or len(orelse) != 1 \
+                or not isinstance(orelse[0], ast.If):
+            return None
+        inner = _entered(step, orelse[0], path[1:])
+        return None if inner is None else (*inner[:3], inner[3] + 1)
+    indents: list[str | None] = []
+    owner: cst.CSTNode = statement
+    nodes = getattr(node, "body", None)
+    taken = 0
+    if kind is cst.Else and step is getattr(statement, "orelse", None):
+        owner, nodes, taken = step, getattr(node, "orelse", None), 1
+    elif kind is cst.Finally and step is getattr(statement, "finalbody", None):
+        owner, nodes, taken = step, getattr(node, "finalbody", None), 1
+    elif kind in _HANDLERS or kind is cst.MatchCase:
+        field = "handlers" if kind in _HANDLERS else "cases"
+        position = _position(getattr(statement, field, ()), step)
+        found = getattr(node, field, None)
+        if position is None or not found or len(found) != len(getattr(statement, field)):
+            return None
+        owner, nodes, taken = step, found[position].body, 1
+        if isinstance(statement, cst.Match):
+            indents.append(statement.indent)
+    block = path[taken] if taken < len(path) else None
+    if block is None or block is not getattr(owner, "body", None) or not isinstance(nodes, list) \
+            or not isinstance(block, cst.IndentedBlock):
+        return None
+    return nodes, block, [*indents, block.indent], taken + 1
+
+
+def _position(nodes: Sequence[cst.CSTNode], wanted: cst.CSTNode | None) -> int | None:
+    """The index of `wanted` itself (not an equal node) in `nodes`."""
+    return next((i for i, n in enumerate(nodes) if n is wanted), None)
+
 
 @dataclass
 class _Statement:

@@ -1,9 +1,10 @@
 """Positions of reported nodes, computed only for the statements that hold them.
 
-LibCST's PositionProvider generates the whole module's code to place every node; here a
-top-level statement's code, or a statement of a top-level class's body (a method), is
-generated alone, starting at the line the first pass (cudalint.engine.outline) found for it and
-at its indentation, which gives the same positions for its nodes.
+LibCST's PositionProvider generates the whole module's code to place every node; here the
+innermost statement of an indented block around a report (a line of a function, an `if`), or
+else a top-level statement or a statement of a top-level class's body (a method), is generated
+alone, starting at the line `ast` gives it (cudalint.engine.outline) and at the indentation of
+the blocks around it, which gives the same positions for its nodes.
 """
 
 from __future__ import annotations
@@ -18,28 +19,33 @@ from cudalint.engine.codegen_positions import positions_of
 
 if TYPE_CHECKING:
     from cudalint.engine.outline import Outline
-    from cudalint.engine.traversal import Place
+    from cudalint.engine.traversal import Chain, Place
 
 
 class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
-    """Looks first in the places named by `hints` (those that reported something; methods
-    before classes), then in the other top-level statements, and in the whole module for a
-    node outside every statement."""
+    """Looks first in the statements named by `chains` (the innermost around each report, in
+    the order of the reports), then in the places named by `hints` (those that reported
+    something; methods before classes), then in the other top-level statements, and in the
+    whole module for a node outside every statement."""
 
-    def __init__(self, module: cst.Module, first_pass: Outline, hints: Iterable[Place]) -> None:
+    def __init__(self, module: cst.Module, first_pass: Outline, hints: Iterable[Place],
+                 chains: Iterable[Chain] = ()) -> None:
         self._module = module
         self._first_pass = first_pass
         hinted = sorted(set(hints), key=lambda place: (-len(place), place))
         tops = {place[0] for place in hinted if len(place) == 1}
         rest = [(i,) for i in range(len(first_pass.starts)) if i not in tops]
         self._pending = [*reversed(rest), *reversed(hinted)]  # popped from the end
+        self._chains = list(chains)[::-1]  # popped from the end, before the places
         self._known: dict[cst.CSTNode, CodeRange] = {}
         self._member_starts: dict[int, tuple[int, ...] | None] = {}
         self._whole = False
 
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         while node not in self._known:
-            if self._pending:
+            if self._chains:
+                self._place_chain(self._chains.pop())
+            elif self._pending:
                 self._place(self._pending.pop())
             elif not self._whole:
                 self._place_whole()
@@ -69,6 +75,12 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
             return  # the class itself is placed later
         indent = self._module.default_indent if block.indent is None else block.indent
         self._generate(block.body[place[1]], starts[place[1]], [indent])
+
+    def _place_chain(self, chain: Chain) -> None:
+        index, nodes = chain
+        start = self._first_pass.nested_start(index, nodes, self._module.default_indent)
+        if start is not None:
+            self._generate(nodes[-1], *start)
 
     def _generate(self, statement: cst.CSTNode, line: int, indent: list[str]) -> None:
         self._known.update(positions_of(statement, self._module, line, indent))

@@ -176,7 +176,7 @@ def lint_python(
     if not ctx.reports:
         return result
     positions = (whole_module_positions(parsed) if first_pass is None
-                 else StatementPositions(parsed, first_pass, reported))
+                 else StatementPositions(parsed, first_pass, reported.places, reported.chains))
     _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell,
                 starts=None if first_pass is None else first_pass.starts)
     return result

@@ -20,6 +20,29 @@ def assignments(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
     return dict(found)
 
 
+def named_anywhere(scope: cst.CSTNode) -> dict[str, list[cst.BaseExpression]]:
+    """Name -> the values of the `name = ...` statements anywhere in `scope`, nested functions
+    and classes included (no annotated, augmented or unpacking assignment), in source order.
+    Only statements are visited: no expression holds a statement."""
+    found: dict[str, list[cst.BaseExpression]] = defaultdict(list)
+    _named(scope, found)
+    return dict(found)
+
+
+def _named(node: cst.CSTNode, found: dict[str, list[cst.BaseExpression]]) -> None:
+    for statement in _statements(node):
+        kind = type(statement)
+        if kind is not cst.SimpleStatementLine and kind is not cst.SimpleStatementSuite:
+            for part in _parts(statement):
+                _named(part, found)
+            continue
+        for small in statement.body:  # type: ignore[attr-defined]
+            if type(small) is cst.Assign:
+                for target in small.targets:
+                    if type(target.target) is cst.Name:
+                        found[target.target.value].append(small.value)
+
+
 def target_key(target: cst.BaseExpression) -> str | None:
     """`name` or `self.attr` (an attribute of a plain name), else None."""
     if isinstance(target, cst.Name):

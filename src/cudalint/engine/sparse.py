@@ -26,6 +26,8 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _UNITS = (*_FUNCTIONS, ast.ClassDef)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+_CLAUSES = (ast.ExceptHandler, ast.match_case)  # a `handlers`/`cases` entry: a block's owner
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,12 +137,17 @@ class Hidden:
     def assigned(self) -> dict[str, list[ast.expr]]:
         """The values of their `name = ...` statements, at any depth, by name."""
         found: dict[str, list[ast.expr]] = defaultdict(list)
-        for unit in self.units:
-            for node in ast.walk(unit.node):
-                if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        if isinstance(target, ast.Name):
-                            found[target.id].append(node.value)
+        statements = [unit.node for unit in self.units]
+        while statements:  # statements only: no expression holds an assignment
+            node = statements.pop()
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found[target.id].append(node.value)
+                continue
+            for name in _BLOCKS:
+                for inner in getattr(node, name, ()):
+                    statements.extend(inner.body if isinstance(inner, _CLAUSES) else [inner])
         return dict(found)
 
     @cached_property

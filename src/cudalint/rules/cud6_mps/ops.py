@@ -7,7 +7,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from cudalint.engine import traversal
+from cudalint.engine import scopes
 from cudalint.engine.context import Settings
 from cudalint.engine.prefilter import Terms
 from cudalint.finding import Severity
@@ -214,15 +214,7 @@ class OpWithoutMpsKernel(PythonRule):
     @cached_property
     def _assigned(self) -> dict[str, cst.BaseExpression]:
         """Names assigned once at any level of the module: enough to see `t = torch.randn(3)`."""
-        found: dict[str, list[cst.BaseExpression]] = {}
-
-        class _Collect(cst.CSTVisitor):
-            def visit_Assign(self, node: cst.Assign) -> None:
-                for target in node.targets:
-                    if isinstance(target.target, cst.Name):
-                        found.setdefault(target.target.value, []).append(node.value)
-
-        traversal.visit(self.ctx.module, _Collect())
+        found = scopes.named_anywhere(self.ctx.module)
         hidden = self.ctx.hidden.assigned  # in the functions LibCST did not read
         once = {name: values[0] for name, values in found.items()
                 if len(values) + len(hidden.get(name, ())) == 1}
