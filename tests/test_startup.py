@@ -28,7 +28,8 @@ _NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_devi
                       "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
                       "rich", "packaging", "pathspec", "cudalint.engine.pool",
                       "cudalint.engine.prefilter", "cudalint.runtime.helper", "shutil",
-                      "tomllib", "hashlib", "typing", "dataclasses", "inspect", "argparse")
+                      "tomllib", "hashlib", "typing", "dataclasses", "inspect", "argparse",
+                      "importlib")
 
 
 def _imported(folder: Path, *args: str) -> tuple[str, set[str]]:
