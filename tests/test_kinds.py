@@ -29,3 +29,21 @@ def test_the_name_patterns_answer_as_fnmatch_in_order():
         assert classify(Path("src") / name) is _one_by_one(name), name
     assert classify(Path("Dockerfile.dev")) is FileKind.DOCKERFILE
     assert classify(Path("kernel.h")) is None
+
+
+def test_the_folder_decides_workflows_actions_and_a_requirements_folder():
+    expected = {
+        "repo/.github/workflows/ci.yml": FileKind.CI,
+        ".github/workflows/ci.yaml": FileKind.CI,
+        "repo/.github/actions/setup/action.yml": FileKind.CI,
+        "repo/.github/actions/setup/other.yml": None,
+        ".github/workflows/requirements.txt": FileKind.REQUIREMENTS,
+        "requirements/gpu.in": FileKind.REQUIREMENTS,
+        "deps/requirements/base.txt": FileKind.REQUIREMENTS,
+        "requirements/environment.yml": FileKind.CONDA,
+        "docs/notes.txt": None,
+        "workflows/ci.yml": None,
+        "requirements/setup.py": FileKind.PYTHON,
+    }
+    for path, kind in expected.items():
+        assert classify(Path(path)) is kind, path

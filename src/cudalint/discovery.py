@@ -289,7 +289,7 @@ def _walk(
     entered), through os.scandir: an entry's type comes with its name, so that only a link
     costs a system call, and a folder's .gitignore is read only where it is listed."""
     above = _gitignores_above(top, root) if config.respect_gitignore else []
-    pending = [(str(top), above)]
+    pending, root_text = [(str(top), above)], str(root)
     while pending:
         folder, ignores = pending.pop()
         entries = _entries(folder, errors)
@@ -301,7 +301,7 @@ def _walk(
         for name in sorted(entries):
             entry = entries[name]
             is_dir = _is_dir(entry)
-            if _skipped(entry.path, is_dir, str(root), exclude, ignores):
+            if _skipped(entry.path, is_dir, root_text, exclude, ignores):
                 continue
             if is_dir:
                 if not _is_link(entry):

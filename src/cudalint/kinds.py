@@ -83,7 +83,17 @@ def classify(path: Path) -> FileKind | None:
     """The kind of a file from its name (and, for CI workflows and a `requirements/` folder,
     its folder)."""
     name = path.name
-    parts = path.parts
+    if name.endswith((".yml", ".yaml", ".txt", ".in")):  # (the folder matters to these only)
+        kind = _by_folder(name, path.parts)
+        if kind is not None:
+            return kind
+    for kind, glob in _NAME_PARTS:
+        if _matches(name, glob):
+            return kind
+    return None
+
+
+def _by_folder(name: str, parts: tuple[str, ...]) -> FileKind | None:
     if len(parts) >= 3 and parts[-3:-1] == (".github", "workflows") and name.endswith(
         (".yml", ".yaml")
     ):
@@ -93,7 +103,7 @@ def classify(path: Path) -> FileKind | None:
         return FileKind.CI  # a composite action: .github/actions/<name>/action.yml
     if len(parts) >= 2 and parts[-2] == "requirements" and name.endswith((".txt", ".in")):
         return FileKind.REQUIREMENTS  # requirements/base.txt, requirements/gpu.in
-    return next((kind for kind, glob in _NAME_PARTS if _matches(name, glob)), None)
+    return None
 
 
 # Each glob split at its stars. (Matched so, not by regular expressions: compiling the

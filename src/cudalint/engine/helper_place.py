@@ -11,6 +11,7 @@ depend on cudalint instead).
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -41,8 +42,17 @@ def is_helper_copy(data: bytes) -> bool:
 
 def helper_place(path: Path, kind: FileKind) -> HelperPlace:
     """The helper module a file imports, and where that module's file is."""
-    folder = path.resolve().parent if path.is_symlink() else _real_folder(path.parent)
-    return _place(folder, notebook=kind is FileKind.NOTEBOOK)
+    notebook = kind is FileKind.NOTEBOOK
+    if os.path.islink(path):
+        return _place(path.resolve().parent, notebook=notebook)
+    return _folder_place(os.path.dirname(path), notebook)
+
+
+# Once per folder, keyed by its text: a run asks for every file, and making and hashing a
+# Path per file cost more than the answer.
+@lru_cache(maxsize=1024)
+def _folder_place(folder: str, notebook: bool) -> HelperPlace:
+    return _place(_real_folder(Path(folder)), notebook=notebook)
 
 
 @lru_cache(maxsize=1024)  # once per folder, not per file
