@@ -4,7 +4,10 @@ functions (cudalint.engine.outline) LibCST must read.
 Each rule names what its findings must contain (`Terms`): substrings (`keywords`), whole
 identifiers (`words`, for names that occur inside other words: `mode` in `model`, `put` in
 `input`), and identifiers that only count where they are called (`calls`: `x.mode(dim=1)`, not
-`self.mode = mode`). A file that matches no enabled rule is not parsed. A function matches on
+`self.mode = mode`), regular expressions (`patterns`: an integer after `.to(`, with whatever
+blanks, comments and parentheses Python allows in between), and conjunctions of them
+(`together`: `local_rank` counts only where the same text names `to` or `device`). A file
+that matches no enabled rule is not parsed. A function matches on
 its code alone: its docstrings, other bare strings and comments are prose, where no rule
 reports anything.
 """
@@ -43,6 +46,58 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 LETTER_ESCAPE = re.compile(r"\\[xuUN0-7\r\n]")
 
 
+# What may stand between two tokens of a statement: blanks, line breaks (inside brackets), a
+# comment, a backslash-newline. For the `patterns` of the rules' terms. A comment runs to the
+# end of its line: read any other way, a line of `#`s splits in exponentially many ways.
+GAP = r"(?:[ \t\f\r\n]|\\(?:\r\n|\r|\n)|#[^\r\n]*(?![^\r\n]))*"
+# The non-ASCII letters `re.IGNORECASE` takes for an ASCII one in a str pattern (the Kelvin
+# sign is a `k`): an identifier may hold them.
+_FOLDS = {"i": "\u0130\u0131", "k": "\u212a", "s": "\u017f"}
+
+
+_IDENTIFIER_CHAR = "[A-Za-z0-9_]"
+
+
+def word(name: str) -> str:
+    """A pattern for `name` as a whole identifier. It starts with the name itself, which
+    `re` finds many times faster than a pattern starting with a look-behind."""
+    escaped = re.escape(name)
+    return rf"{escaped}(?<!{_IDENTIFIER_CHAR}{escaped})(?!{_IDENTIFIER_CHAR})"
+
+
+def caseless_word(alternatives: Iterable[str]) -> str:
+    """A pattern for a whole identifier that one of `alternatives` (patterns whose letters are
+    all literal, each starting with a letter) matches in any case, as they would with
+    `re.IGNORECASE` in a str pattern. It starts with one character class (an alternation at
+    the start is three times slower)."""
+    parts: dict[str, list[str]] = {}
+    for alternative in alternatives:
+        head = alternative[0].lower()
+        if not "a" <= head <= "z" or head in _FOLDS:
+            raise ValueError(f"{alternative!r} must start with an ASCII letter that only "
+                             "folds to ASCII")
+        parts.setdefault(head, []).append(caseless(alternative[1:]))
+    heads = "".join(head + head.upper() for head in parts)
+    rests = "|".join(f"(?<=[{head}{head.upper()}])(?:{'|'.join(rest)})"
+                     for head, rest in parts.items())
+    return rf"[{heads}](?<!{_IDENTIFIER_CHAR}.)(?:{rests})(?!{_IDENTIFIER_CHAR})"
+
+
+def caseless(pattern: str) -> str:
+    """`pattern`, whose letters are all literal ASCII ones, matching them in any case as a str
+    pattern with `re.IGNORECASE` does (the terms are matched against UTF-8 bytes, where that
+    flag folds ASCII alone)."""
+    parts = []
+    for char in pattern:
+        if not ("a" <= char.lower() <= "z"):
+            parts.append(char)
+            continue
+        folds = "|".join(_FOLDS.get(char.lower(), ""))
+        pair = f"[{char.lower()}{char.upper()}]"
+        parts.append(f"(?:{pair}|{folds})" if folds else pair)
+    return "".join(parts)
+
+
 def may_spell(text: str, name: str) -> bool:
     """Whether `text` may spell `name`: written out, or in a string through an escape."""
     return name in text or LETTER_ESCAPE.search(text) is not None
@@ -51,12 +106,21 @@ def may_spell(text: str, name: str) -> bool:
 @dataclass(frozen=True)
 class Terms:
     """What a rule's findings name, one of which a text must contain for the rule to find
-    anything there: `keywords` (substrings), `words` (whole identifiers) and `calls` (whole
-    identifiers that count only where they are called, or where the text imports something)."""
+    anything there: `keywords` (substrings), `words` (whole identifiers), `calls` (whole
+    identifiers that count only where they are called, or where the text imports something),
+    `patterns` (regular expressions, matched against the text's UTF-8 bytes) and `together`
+    (groups of patterns that count where the same text matches each of them)."""
 
     keywords: tuple[str, ...] = ()
     words: frozenset[str] = frozenset()
     calls: frozenset[str] = frozenset()
+    patterns: tuple[str, ...] = ()
+    together: tuple[tuple[str, ...], ...] = ()
+
+
+# What a Prefilter looks for: its substrings, words, calls, patterns and conjunctions.
+TermsKey = tuple[tuple[bytes, ...], frozenset[bytes], frozenset[bytes], tuple[bytes, ...],
+                 tuple[tuple[bytes, ...], ...]]
 
 
 @dataclass(frozen=True)
@@ -64,6 +128,8 @@ class Prefilter:
     substrings: tuple[bytes, ...]
     words: frozenset[bytes] = frozenset()
     calls: frozenset[bytes] = frozenset()
+    patterns: tuple[bytes, ...] = ()
+    together: tuple[tuple[bytes, ...], ...] = ()
     # every call of the rules (`within` narrows `calls`): the one pattern `_called` compiles
     _all_calls: frozenset[bytes] = field(default=frozenset(), compare=False, repr=False)
 
@@ -83,13 +149,23 @@ class Prefilter:
         substrings: dict[bytes, None] = {}
         words: set[bytes] = set()
         calls: set[bytes] = set()
+        patterns: dict[bytes, None] = {}
+        together: dict[tuple[bytes, ...], None] = {}
         for rule in rules:
             terms = rule.prefilter(settings)
             substrings.update(dict.fromkeys(k.encode() for k in terms.keywords))
             words.update(w.encode() for w in terms.words)
             calls.update(c.encode() for c in terms.calls)
+            patterns.update(dict.fromkeys(p.encode() for p in terms.patterns))
+            together.update(dict.fromkeys(tuple(p.encode() for p in group)
+                                          for group in terms.together))
         calls -= words
-        return cls(tuple(substrings), frozenset(words), frozenset(calls), frozenset(calls))
+        return cls(tuple(substrings), frozenset(words), frozenset(calls), tuple(patterns),
+                   tuple(together), _all_calls=frozenset(calls))
+
+    def terms(self) -> TermsKey:
+        """What it looks for (not how it remembers it)."""
+        return self.substrings, self.words, self.calls, self.patterns, self.together
 
     def within(self, data: bytes) -> Prefilter | None:
         """This pre-filter with only the terms `data` names (a part of `data` can name no
@@ -97,13 +173,16 @@ class Prefilter:
         substrings = tuple(keyword for keyword in self.substrings if keyword in data)
         found = set(_IDENTIFIER.findall(data)) if self.words or self.calls else set()
         words, calls = self.words & found, self.calls & found
-        if not substrings and not words and not calls:
+        patterns = tuple(p for p in self.patterns if _regex(p).search(data))
+        together = tuple(group for group in self.together if _all_match(group, data))
+        if not substrings and not words and not calls and not patterns and not together:
             return None
-        return Prefilter(substrings, frozenset(words), frozenset(calls), self._all_calls)
+        return Prefilter(substrings, frozenset(words), frozenset(calls), patterns, together,
+                         self._all_calls)
 
     def matches(self, data: bytes) -> bool:
         """`data` names a term, wherever (a call's name counts anywhere)."""
-        if any(keyword in data for keyword in self.substrings):
+        if any(keyword in data for keyword in self.substrings) or self._patterned(data):
             return True
         if not self.words and not self.calls:
             return False
@@ -113,25 +192,56 @@ class Prefilter:
     def matches_code(self, text: bytes, node: ast.stmt, first: int) -> bool:
         """The code of a function or class (`text`, its lines from line `first`; `node`, as
         `ast` read it) names a term, as the term counts: not in its docstrings, other bare
-        strings or comments, and a call's name only where it is called or imported."""
+        strings or comments, and a call's name only where it is called or imported (not
+        `mode` in a function that imports something else)."""
         if not self.matches(text):
             return False
         code = without_prose(text, node, first)
-        if any(keyword in code for keyword in self.substrings):
+        if any(keyword in code for keyword in self.substrings) or self._patterned(code):
             return True
         found = set(_IDENTIFIER.findall(code))
         if not self.words.isdisjoint(found):
             return True
         if self.calls.isdisjoint(found):
             return False
-        return b"import" in code or _called(self._all_calls or self.calls).search(code) is not None
+        if _called(self._all_calls or self.calls).search(code) is not None:
+            return True
+        return b"import" in code and (b"__import__" in code  # `__import__("apex")`
+                                      or not self.calls.isdisjoint(_imported(node)))
+
+    def _patterned(self, data: bytes) -> bool:
+        return any(_regex(p).search(data) for p in self.patterns) \
+            or any(_all_match(group, data) for group in self.together)
+
+
+def _imported(node: ast.stmt) -> set[bytes]:
+    """Every name the import statements in `node` spell (`torch`, `linalg` and `eig` in
+    `from torch.linalg import eig as e`)."""
+    names: set[bytes] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.Import, ast.ImportFrom)):
+            for alias in inner.names:
+                names.update(part.encode() for part in alias.name.split("."))
+            if isinstance(inner, ast.ImportFrom) and inner.module:
+                names.update(part.encode() for part in inner.module.split("."))
+    return names
+
+
+def _all_match(group: tuple[bytes, ...], data: bytes) -> bool:
+    return all(_regex(p).search(data) for p in group)
+
+
+@lru_cache(maxsize=256)
+def _regex(pattern: bytes) -> re.Pattern[bytes]:
+    return re.compile(pattern)
 
 
 @lru_cache(maxsize=4)
 def _called(calls: frozenset[bytes]) -> re.Pattern[bytes]:
-    """A call of one of `calls`; compiled when a function first needs it (an alternation of
-    the operator table's names: milliseconds a small check need not spend)."""
-    return re.compile(rb"\b(?:%s)\s*\(" % b"|".join(sorted(calls)))
+    """A call of one of `calls`, whatever stands between the name and its parenthesis;
+    compiled when a function first needs it (an alternation of the operator table's names:
+    milliseconds a small check need not spend)."""
+    return re.compile(rb"\b(?:%s)%s\(" % (b"|".join(sorted(calls)), GAP.encode()))
 
 
 _last: tuple[tuple[type[Rule], ...], Settings, Prefilter] | None = None

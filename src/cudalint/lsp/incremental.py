@@ -10,7 +10,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.prefilter import Prefilter, TermsKey
 from cudalint.finding import Finding, Position
 from cudalint.lsp.reparse import Reparser
 from cudalint.lsp.unit_keys import Facts, Keys, Unit, facts_of, layout
@@ -148,12 +148,12 @@ class RememberingPrefilter(Prefilter):
     as the versions name the same terms."""
 
     answers: dict[bytes, bool] = field(default_factory=dict, compare=False, repr=False)
-    narrowed: dict[Terms, RememberingPrefilter] = field(default_factory=dict, compare=False,
+    narrowed: dict[TermsKey, RememberingPrefilter] = field(default_factory=dict, compare=False,
                                                         repr=False)
 
     @classmethod
     def of(cls, prefilter: Prefilter) -> RememberingPrefilter:
-        return cls(prefilter.substrings, prefilter.words, prefilter.calls, prefilter._all_calls)
+        return cls(*prefilter.terms(), prefilter._all_calls)
 
     def same_terms(self, other: Prefilter) -> bool:
         return _terms(self) == _terms(other)
@@ -177,9 +177,8 @@ class RememberingPrefilter(Prefilter):
         return known
 
 
-Terms = tuple[tuple[bytes, ...], frozenset[bytes], frozenset[bytes]]
 _REMEMBERED = 20_000
 
 
-def _terms(prefilter: Prefilter) -> Terms:
-    return prefilter.substrings, prefilter.words, prefilter.calls
+def _terms(prefilter: Prefilter) -> TermsKey:
+    return prefilter.terms()

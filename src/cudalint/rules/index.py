@@ -49,12 +49,15 @@ def entries_for(kinds: Iterable[FileKind],
     return [e for e in found if e.get("terms") is None or _named(e["terms"], texts)]
 
 
-def _named(terms: dict[str, list[str]], texts: Sequence[bytes]) -> bool:
+def _named(terms: dict[str, list[Any]], texts: Sequence[bytes]) -> bool:
     from cudalint.engine.prefilter import Prefilter
 
     prefilter = Prefilter(tuple(k.encode() for k in terms["keywords"]),
                           frozenset(w.encode() for w in terms["words"]),
-                          frozenset(c.encode() for c in terms["calls"]))
+                          frozenset(c.encode() for c in terms["calls"]),
+                          tuple(p.encode() for p in terms.get("patterns", ())),
+                          tuple(tuple(p.encode() for p in group)
+                                for group in terms.get("together", ())))
     return any(prefilter.matches(text) for text in texts)
 
 
@@ -73,7 +76,7 @@ def entry_of(rule: type[Rule]) -> dict[str, Any]:
     return {**entry, "kinds": kinds}
 
 
-def _static_terms(rule: type[Rule]) -> dict[str, list[str]] | None:
+def _static_terms(rule: type[Rule]) -> dict[str, list[Any]] | None:
     """The rule's prefilter terms, or None where they depend on the settings."""
     from cudalint.engine.settings import Settings
 
@@ -87,8 +90,13 @@ def _static_terms(rule: type[Rule]) -> dict[str, list[str]] | None:
     if plain != other:
         raise ValueError(f"{rule.__qualname__}.prefilter() reads the settings: set "
                          f"settings_terms = True")
-    return {"keywords": list(plain.keywords), "words": sorted(plain.words),
-            "calls": sorted(plain.calls)}
+    found: dict[str, list[Any]] = {"keywords": list(plain.keywords), "words": sorted(plain.words),
+                                   "calls": sorted(plain.calls)}
+    if plain.patterns:
+        found["patterns"] = list(plain.patterns)
+    if plain.together:
+        found["together"] = [list(group) for group in plain.together]
+    return found
 
 
 def generated() -> str:

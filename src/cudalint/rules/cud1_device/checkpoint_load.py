@@ -7,10 +7,12 @@ from collections.abc import Sequence
 import libcst as cst
 
 from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Terms
+from cudalint.engine.prefilter import GAP, Terms, word
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as call_args
+
+_TORCH = word("torch")
 
 
 class LoadWithoutMapLocation(PythonRule):
@@ -44,13 +46,18 @@ class LoadWithoutMapLocation(PythonRule):
     name = "load-without-map-location"
     message = "`torch.load` without `map_location` fails on a checkpoint saved on CUDA"
     severity = Severity.WARNING
-    keywords = ("load",)
 
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
-        """`load` where called (`torch.load(path)`, `load(path)` after `from torch import
-        load`), not `download` or `self.load = ...`."""
-        return Terms(calls=frozenset({"load"}))
+        """`torch.load(`, a bare `load(` (`from torch import load`), and the aliases `torch as`
+        and `load as` (the functions naming the alias are read); not `json.load(f)`,
+        `self.load(path)` or `def load(self):`."""
+        call = rf"{GAP}\({GAP}"
+        return Terms(patterns=(
+            rf"{_TORCH}{GAP}\.{GAP}load{call}", rf"load(?<![A-Za-z0-9_.]load)(?<!def load){call}",
+            rf"{_TORCH}{GAP}as\b", rf"{word('load')}{GAP}as\b",
+        ))
+
     VALID = (
         "state = torch.load(path, map_location='cpu')\n",
         "state = torch.load(path, 'cpu')\n",

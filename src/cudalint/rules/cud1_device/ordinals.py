@@ -7,21 +7,16 @@ import re
 import libcst as cst
 
 from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Terms
+from cudalint.engine.prefilter import GAP, Terms, caseless_word, word
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as call_args
 
 # Names that hold a GPU ordinal: rank, local_rank, gpu, gpu_id, device_id, args.local_rank.
-_ORDINAL_NAME = re.compile(r"^(local_?rank|rank|gpu|gpu_?(id|idx|index)|device_?(id|idx|index))$",
-                           re.IGNORECASE)
-
-
-_ORDINAL_SPELLINGS = (
-    "rank", "local_rank", "localrank", "gpu", "gpu_id", "gpuid", "gpu_idx", "gpu_index",
-    "gpuindex", "device_id", "deviceid", "device_idx", "device_index", "deviceindex",
-    "localRank", "gpuId", "gpuIdx", "gpuIndex", "deviceId", "deviceIdx", "deviceIndex",
-)
+_ORDINALS = ("local_?rank", "rank", "gpu(?:_?(?:id|idx|index))?", "device_?(?:id|idx|index)")
+_ORDINAL_NAME = re.compile(rf"^(?:{'|'.join(_ORDINALS)})$", re.IGNORECASE)
+_TO, _DEVICE = word("to"), word("device")
+_INTEGER = rf"(?:\({GAP})*[0-9]"  # an integer literal, in parentheses or not
 
 
 def _ordinal(node: cst.BaseExpression) -> bool:
@@ -66,18 +61,22 @@ class IntegerDeviceOrdinal(PythonRule):
     name = "integer-device-ordinal"
     message = "Integer device ordinal means CUDA here, MPS on a Mac, and fails on a CPU"
     severity = Severity.INFO
-    keywords = ("device", ".to(")
 
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
-        """An integer literal right after `.to(`, `device=` or `device(`, or a name that holds
-        an ordinal, in the spellings people use (`local_rank`, `LOCAL_RANK`, `gpu_id`)."""
-        literals = tuple(f"{prefix}{digit}" for prefix in (".to(", "device=", "device(")
-                         for digit in "0123456789")
-        return Terms(literals, frozenset(
-            variant for name in _ORDINAL_SPELLINGS
-            for variant in (name, name.upper(), name.capitalize())
-        ))
+        """An integer literal as `.to(`'s first argument (after `*args` too), `device=` or
+        `device(`; a name spelling an ordinal at the end of an argument (`args.gpu)`) where the
+        same text calls `to(` or `device(`, or says `device=`; and `device as`, an alias of
+        `torch.device` (its uses name the alias, bound by a statement this term makes read)."""
+        return Terms(
+            patterns=(rf"{_TO}{GAP}[(=]{GAP}{_INTEGER}", rf"{_DEVICE}{GAP}[(=]{GAP}{_INTEGER}",
+                      rf"{_DEVICE}{GAP}as\b"),
+            together=(
+                (rf"{caseless_word(_ORDINALS)}{GAP}[,)]", rf"(?:{_TO}{GAP}\(|{_DEVICE}{GAP}[(=])"),
+                (rf"{_TO}{GAP}\({GAP}\*(?!\*)", rf",{GAP}{_INTEGER}"),
+            ),
+        )
+
     VALID = (
         "x = x.to(device)\n",
         "x = x.to(torch.float16)\n",

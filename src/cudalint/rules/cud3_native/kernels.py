@@ -6,12 +6,17 @@ import fnmatch
 import re
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.prefilter import GAP, Terms, word
 from cudalint.rules import tables
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import arguments, availability
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import Settings
 
 
 @dataclass(frozen=True)
@@ -48,13 +53,28 @@ def _any_kernel() -> re.Pattern[str]:
     return re.compile("|".join(fnmatch.translate(c) for k in _kernels() for c in k.calls))
 
 
-def _words() -> tuple[str, ...]:
-    """Import roots, except that torch's own entries key on their library (`jiterator`):
-    whole words (`triton`, not `triton_helpers`)."""
-    roots = {c.split(".")[0] for k in _kernels() for c in k.calls}
-    libraries = {k.library.rsplit(".", 1)[-1] for k in _kernels()
-                 if any(c.startswith("torch.") for c in k.calls)}
-    return tuple(sorted((roots - {"torch"}) | libraries))
+def _terms() -> Terms:
+    """Per kernel API `root.….leaf`, its root and its leaf in one text (`triton` and `jit`:
+    not `torch.jit`), and the imports that bind a name for one of its modules
+    (`import triton as tr`, `from numba import cuda`: the functions naming that name are
+    read); torch's own entries by their own names (`triton_op`, `jiterator`)."""
+    words: set[str] = set()
+    leaves: dict[str, set[str]] = {}
+    modules: set[tuple[str, ...]] = set()
+    for kernel in _kernels():
+        for call in kernel.calls:
+            parts = tuple(part for part in call.split(".") if "*" not in part)
+            if parts[0] == "torch":
+                words.add(parts[-1])
+                continue
+            leaves.setdefault(parts[0], set()).add(parts[-1])
+            modules.update(parts[:end] for end in range(1, len(parts)))
+    together = tuple((word(root), "|".join(word(leaf) for leaf in sorted(named)))
+                     for root, named in sorted(leaves.items()))
+    dotted = [rf"{GAP}\.{GAP}".join(word(part) for part in module) for module in sorted(modules)]
+    patterns = (*(rf"{module}{GAP}as\b" for module in dotted),
+                *(rf"{word('from')}{GAP}{module}{GAP}import\b" for module in dotted))
+    return Terms(words=frozenset(words), patterns=patterns, together=together)
 
 
 class InlineGpuKernel(PythonRule):
@@ -97,7 +117,11 @@ class InlineGpuKernel(PythonRule):
     code = "CUD303"
     name = "inline-gpu-kernel"
     message = "a GPU kernel compiled for CUDA"
-    words = frozenset(_words())
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        return _terms()
+
     VALID = (
         "import numba\n@numba.njit(parallel=True)\ndef f(x):\n    return x\n",
         "import triton\ngrid = (triton.cdiv(n, 128),)\n",

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.prefilter import GAP, Terms, word
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
 from cudalint.rules.cud1_device import args as call_args
 from cudalint.rules.cud6_mps import dtypes
 from cudalint.rules.cud6_mps.placement import Placement, is_off_cpu, placement
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import Settings
 
 _DEFAULT_DTYPE_SETTERS = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
 _MAX_HOPS = 6
@@ -21,6 +26,19 @@ _FROM_NUMPY = (
     "numpy array (float64 by default) moved to a device: MPS has no float64 and raises there; "
     "convert with `.float()` or build the array as float32"
 )
+
+
+def _as_value(name: str) -> tuple[tuple[str, ...], ...]:
+    """A builtin as a value: assigned (`DTYPE = float`, `dtype = float`), or a positional
+    argument where the text calls a method or function that reads one (`.to(d, float)`,
+    `.type(float)`, `a.astype(float)`, `torch.set_default_dtype(float)`). Each starts with a
+    pattern `re` finds fast (the name, then what ends an argument or a line); `x: float` and
+    `float(x)` are no such value."""
+    fast = rf"{word(name)}(?=[ \t]*(?:[,);\r\n#\\]|\Z))"
+    after = rf"{GAP}(?:\({GAP})*{word(name)}"
+    methods = "|".join(word(method) for method in ("to", "type", "astype"))
+    calls = rf"(?:\.{GAP}(?:{methods})|{word('set_default_dtype')}){GAP}\("
+    return (fast, rf"={after}"), (fast, rf"[(,]{after}", calls)
 
 
 def _message(suggestion: str) -> str:
@@ -74,7 +92,20 @@ class Float64OnDevice(TracksAssignments):
     code = "CUD601"
     name = "float64-on-device"
     message = _message("torch.float32")
-    keywords = ("float64", "double", "Double", "complex128", "cdouble", "numpy", "dtype=float")
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        """The names of float64 in torch (data/float64.toml: `torch.float64`, `.double()`,
+        `DoubleTensor`), `astype` (`a.astype("d")`), numpy as a module (not `x.numpy()`:
+        numpy's names reach the rule through its imports, or as `numpy.ones`), and Python's
+        `float` and `complex` as a value (`dtype = float`, `.to(float)`, `DTYPE = float`; not
+        `float(x)` or `x: float`), and an alias of `torch.set_default_dtype`."""
+        return Terms(
+            words=frozenset({"float64", "double", "cdouble", "complex128", "DoubleTensor",
+                             "astype"}),
+            patterns=(rf"{word('numpy')}(?<!\.numpy)", rf"{word('set_default_dtype')}{GAP}as\b"),
+            together=(*_as_value("float"), *_as_value("complex")),
+        )
     VALID = (
         "import torch\nx = torch.zeros(3, dtype=torch.float64)\n",
         "import torch\nx = torch.zeros(3, dtype=torch.float64, device='cpu')\n",

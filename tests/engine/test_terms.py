@@ -1,0 +1,360 @@
+"""The rules' precise terms (cudalint.engine.prefilter: patterns and conjunctions): a file or a
+function naming none is not read, and every spelling a rule reports still names one, so a check
+with the first pass finds what a check of the whole file, without it, finds."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from cudalint.engine import sparse
+from cudalint.engine.context import Settings
+from cudalint.engine.prefilter import GAP, Prefilter, caseless_word, word
+from cudalint.engine.python import PythonResult, lint_python
+from cudalint.kinds import FileKind
+from cudalint.rules import all_rules, index, rule_by_code
+from cudalint.rules.base import PythonRule
+
+RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))
+SETTINGS = Settings(target_torch=(2, 13))
+PREFILTER = Prefilter.for_rules(RULES, SETTINGS)
+
+
+def _checks(source: str) -> tuple[PythonResult, PythonResult]:
+    """The first pass's check (terms, blanked functions) and a whole one without terms."""
+    data = source.encode()
+    first_pass = lint_python(data, Path("train.py"), RULES, SETTINGS, prefilter=PREFILTER,
+                             want_edits=True)
+    whole = lint_python(data, Path("train.py"), RULES, SETTINGS, want_edits=True, sparse=False)
+    return first_pass, whole
+
+
+def _codes(result: PythonResult) -> list[tuple[str | None, int]]:
+    return [(f.code, f.location.row) for f in result.findings]
+
+
+def _rule_prefilter(code: str) -> Prefilter:
+    rule = rule_by_code(code)
+    assert rule is not None
+    return Prefilter.for_rules([rule], SETTINGS)
+
+
+def _code_matches(prefilter: Prefilter, source: str) -> bool:
+    node = ast.parse(source).body[0]
+    return prefilter.matches_code(source.encode(), node, sparse.first_line(node))
+
+
+def test_a_word_is_a_whole_identifier():
+    pattern = Prefilter((), patterns=(word("to").encode(),))
+    assert pattern.matches(b"x.to(device)\n") and pattern.matches(b"to = 1")
+    assert not pattern.matches(b"import torch\nauto_cast = total\n")
+
+
+def test_a_caseless_word_folds_as_ignorecase_does():
+    """`re.IGNORECASE` takes the Kelvin sign for a `k` and a dotted capital I for an `i`;
+    Python identifiers may hold both."""
+    pattern = Prefilter((), patterns=(caseless_word(["local_?rank", "gpu(?:_?id)?"]).encode(),))
+    for name in ("local_rank", "LocalRank", "LOCAL_RANK", "local_ran\u212a", "GPU_Id",
+                 "gpu_\u0130d", "gpuid"):
+        assert pattern.matches(f"x.to({name})\n".encode()), name
+    for name in ("world_local_rank", "local_ranks", "gpus", "use_gpu"):
+        assert not pattern.matches(f"x.to({name})\n".encode()), name
+
+
+def test_a_gap_reads_a_line_of_hashes_at_once():
+    """A comment runs to the end of its line: read as several, a line of `#`s splits in
+    2**n ways, and the search never ends."""
+    pattern = Prefilter((), patterns=(f"{word('to')}{GAP}\\(".encode(),))
+    assert not pattern.matches(b"x = to\n" + b"#" * 200 + b"\n")
+    assert pattern.matches(b"y = x.to \\\n  # why\n (0)\n")
+
+
+INTEGER_ORDINALS = {
+    "spaces around =": "import torch\nx = torch.zeros(3, device = 0)\n",
+    "a space after (": "def move(x):\n    return x.to( 1)\n",
+    "a line break": "def move(x):\n    return x.to(\n        2)\n",
+    "parentheses": "def move(x):\n    return x.to((3))\n",
+    "a comment": "def move(x):\n    return x.to(  # the second card\n        0x1)\n",
+    "a backslash-newline": "def move(x):\n    return x.to \\\n        (0)\n",
+    "after *args": "def move(x, args):\n    return x.to(*args, 0)\n",
+    "an alias of torch.device":
+        "from torch import device as D\n\n\ndef place():\n    return D(0)\n",
+}
+
+
+@pytest.mark.parametrize("source", INTEGER_ORDINALS.values(), ids=INTEGER_ORDINALS.keys())
+def test_an_integer_ordinal_spelled_any_way_is_found(source):
+    first_pass, whole = _checks(source)
+    assert [code for code, _ in _codes(whole)] == ["CUD113"]
+    assert first_pass.findings == whole.findings
+
+
+ORDINAL_NAMES = {
+    "camel case": "import torch\n\n\ndef move(model):\n    return model.to(LocalRank)\n",
+    "an attribute, a comment": (
+        "import torch\n\n\ndef move(model, args):\n"
+        "    return model.to(parse(args).gpu_idx  # from the launcher\n    )\n"
+    ),
+    "a Kelvin sign": "import torch\n\n\ndef move(model):\n    return model.to(local_ran\u212a)\n",
+    "a keyword": (
+        "import torch\n\n\ndef zeros(rank):\n    return torch.zeros(3, device=rank \\\n"
+        "                       , dtype=torch.float32)\n"
+    ),
+    "an alias": (
+        "from torch import device as Device\n\n\ndef place(args):\n"
+        "    return Device(args.GPU_ID)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", ORDINAL_NAMES.values(), ids=ORDINAL_NAMES.keys())
+def test_an_ordinal_name_spelled_any_way_is_found(source):
+    first_pass, whole = _checks(source)
+    assert [code for code, _ in _codes(whole)] == ["CUD113"]
+    assert first_pass.findings == whole.findings
+
+
+DISTRIBUTED = '''\
+import torch
+import torch.distributed as dist
+
+
+def log_rank(rank, world_size):
+    """Only the first rank prints; the tensor goes to(device) elsewhere."""
+    if rank == 0:
+        print(f"rank {rank} of {world_size}")
+    return [r for r in range(world_size) if r != rank]
+
+
+def tensor_rank(x):
+    rank = x.dim()
+    return x.to(torch.float16).reshape(-1) if rank > 2 else x
+
+
+def setup(args, model):
+    dist.init_process_group("gloo")
+    return model.to(args.local_rank)
+'''
+
+
+def test_an_ordinal_name_counts_only_as_an_argument_where_to_or_device_is_called():
+    """`rank` in a comparison, an f-string or a range, and a `rank` next to a `.to(dtype)`,
+    name nothing CUD113 could report: those functions are not read."""
+    first_pass, whole = _checks(DISTRIBUTED)
+    assert first_pass.module is not None
+    assert "def log_rank" not in first_pass.module.code
+    assert "def tensor_rank" not in first_pass.module.code
+    assert "model.to(args.local_rank)" in first_pass.module.code
+    assert _codes(whole) == [("CUD113", 19)]
+    assert first_pass.findings == whole.findings
+
+
+def test_a_file_naming_an_ordinal_but_no_device_is_not_parsed():
+    prefilter = _rule_prefilter("CUD113")
+    assert prefilter.within(b"def shard(rank, world):\n    return rank * world\n") is None
+    assert prefilter.within(b"def to_gpu(x, gpu):\n    return x.to(gpu)\n") is not None
+
+
+def test_the_index_picks_a_rule_by_its_patterns():
+    """A run of a few files imports only the rules whose terms they name: patterns count."""
+    def picked(text: bytes) -> bool:
+        return any(entry["code"] == "CUD113"
+                   for entry in index.entries_for([FileKind.PYTHON], [text]))
+    assert picked(b"y = x.to( 1)\n") and picked(b"y = x.to(args.local_rank)\n")
+    assert not picked(b"y = x.to(dtype)\nrank = 2\n")
+
+
+def test_a_conjunction_counts_only_where_one_text_names_all_its_parts():
+    prefilter = Prefilter((), together=((word("rank").encode(), word("to").encode()),))
+    assert _code_matches(prefilter, "def f(x, rank):\n    return x.to(rank)\n")
+    assert not _code_matches(prefilter, "def f(x, rank):\n    '''Goes to rank 0.'''\n")
+    narrowed = prefilter.within(b"def f(rank):\n    return rank\n\n\ndef g(x):\n    x.to(1)\n")
+    assert narrowed is not None and narrowed.together
+    assert prefilter.within(b"def f(rank):\n    return rank\n") is None
+
+
+def _function(body: str, head: str = "") -> str:
+    return f"import torch\n{head}\n\ndef make(x, d):\n    {body}\n"
+
+
+FLOAT64 = {
+    "float spaced": _function("return torch.zeros(3, dtype = float, device=d)"),
+    "complex": _function("return torch.ones(2, dtype=complex, device=d)"),
+    "in parentheses": _function("return torch.zeros(1, dtype=(\n        float), device=d)"),
+    "to(float)": _function("return x.to(float).to('mps')"),
+    "type(float) on two lines": _function("return x.type(\n        float).to('mps')"),
+    "an assigned builtin": _function("return torch.zeros(3, dtype=DTYPE, device=d)",
+                                     "DTYPE = float\n"),
+    "the default dtype": _function("return x.to('mps')", "torch.set_default_dtype(float)\n"),
+    "astype": _function("return torch.from_numpy(x.astype('d')).to('mps')"),
+    "numpy imported in the function": _function(
+        "import numpy as np\n    return torch.from_numpy(np.random.rand(3)).to('mps')"),
+}
+
+
+@pytest.mark.parametrize("source", FLOAT64.values(), ids=FLOAT64.keys())
+def test_float64_spelled_any_way_is_found(source):
+    first_pass, whole = _checks(source)
+    assert [code for code, _ in _codes(whole)] == ["CUD601"]
+    assert first_pass.findings == whole.findings
+
+
+CONVERSIONS = '''\
+import numpy as np
+import torch
+
+
+def to_numpy(t):
+    """Return the array: t.numpy() copies nothing."""
+    return t.detach().cpu().numpy()
+
+
+def scale(x: float, y: float) -> float:
+    if isinstance(x, (int, float)):
+        return float(x) * y
+    return y
+
+
+def double_backward(grad):
+    return grad * 2
+
+
+def noisy(d):
+    return torch.from_numpy(np.random.rand(3)).to("mps")
+'''
+
+
+def test_float64_terms_skip_numpy_methods_annotations_and_other_doubles():
+    """`.numpy()`, `x: float`, `isinstance(x, float)` and `double_backward` name nothing
+    CUD601 could report on: only `noisy` (numpy's own float64 default) is read."""
+    first_pass, whole = _checks(CONVERSIONS)
+    assert first_pass.module is not None
+    code = first_pass.module.code
+    assert "def to_numpy" not in code and "def scale" not in code
+    assert "def double_backward" not in code and "def noisy" in code
+    assert _codes(whole) == [("CUD601", 21)]
+    assert first_pass.findings == whole.findings
+
+
+def test_a_call_name_counts_in_a_function_that_imports_it_not_in_any_that_imports():
+    """`mode` of a `lambda mode: ...` in a function importing something else is no call of
+    `torch.mode`; `from torch import mode as m` is, and `__import__("cupy")` imports cupy."""
+    prefilter = PREFILTER.within(b"mode cupy __import__ lambda")
+    assert prefilter is not None
+    local_import = (
+        "def current(stack):\n    from torch.overrides import _get_current_function_mode_stack\n"
+        "    return next(filter(lambda mode: mode.active, stack), None)\n"
+    )
+    assert not _code_matches(prefilter, local_import)
+    assert _code_matches(prefilter, "def f(x):\n    from torch import mode as m\n    return m(x)\n")
+    assert _code_matches(prefilter, "def f():\n    return __import__('cupy')\n")
+    source = ("import torch\n\n\ndef f(x):\n    import os\n    from torch.linalg import eig as e\n"
+              "    return e(x)\n")
+    first_pass, whole = _checks(source)
+    assert [code for code, _ in _codes(whole)] == ["CUD602"]
+    assert first_pass.findings == whole.findings
+
+
+def _alone(code: str, source: str) -> tuple[PythonResult, PythonResult]:
+    """`_checks` with one rule enabled: its terms alone must keep what it reports."""
+    rule = rule_by_code(code)
+    assert rule is not None and issubclass(rule, PythonRule)
+    data = source.encode()
+    first_pass = lint_python(data, Path("k.py"), [rule], SETTINGS,
+                             prefilter=Prefilter.for_rules([rule], SETTINGS))
+    return first_pass, lint_python(data, Path("k.py"), [rule], SETTINGS, sparse=False)
+
+
+KERNELS = {
+    "an alias of the package": "import cupy as cp\n\n\ndef k():\n    return cp.RawKernel(S, 'a')\n",
+    "a spaced dotted alias": "import numba . cuda as nc\n\n\n@nc.jit\ndef k(a):\n    a[0] += 1\n",
+    "a module imported from": "from numba import cuda\n\n\n@cuda.jit\ndef k(a):\n    a[0] += 1\n",
+    "a decorator imported": "from triton import jit\n\n\n@jit\ndef k(x_ptr, n):\n    pass\n",
+    "torch's jiterator": (
+        "from torch.cuda import jiterator as jt\n\n\ndef f():\n    return jt._create_jit_fn(S)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", KERNELS.values(), ids=KERNELS.keys())
+def test_a_kernel_reached_through_an_import_is_found(source):
+    first_pass, whole = _alone("CUD303", source)
+    assert [f.code for f in whole.findings] == ["CUD303"]
+    assert first_pass.findings == whole.findings
+
+
+INDUCTOR = '''\
+import torch
+import triton
+import triton.language as tl
+
+
+@torch.jit.script
+def scale(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+def grid(n):
+    return (triton.cdiv(n, 128),)
+
+
+@triton.jit
+def add_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+'''
+
+
+def test_a_kernel_needs_its_package_and_its_decorator_in_one_text():
+    """`torch.jit` is no triton kernel, nor is `triton.cdiv`: only the kernel is read."""
+    first_pass, whole = _alone("CUD303", INDUCTOR)
+    assert first_pass.module is not None
+    assert "def scale" not in first_pass.module.code and "def grid" not in first_pass.module.code
+    assert [(f.code, f.location.row) for f in whole.findings] == [("CUD303", 15)]
+    assert first_pass.findings == whole.findings
+
+
+LOADS = {
+    "spaced": "import torch\n\n\ndef f(p):\n    return torch . load (\n        p)\n",
+    "a module alias": "import torch as th\n\n\ndef f(p):\n    return th.load(p)\n",
+    "an alias in the function": "def f(p):\n    import torch as th\n    return th.load(p)\n",
+    "imported": "from torch import load\n\n\ndef f(p):\n    return load(p)\n",
+    "imported as": "from torch import (\n    load as L)\n\n\ndef f(p):\n    return L(p)\n",
+}
+
+
+@pytest.mark.parametrize("source", LOADS.values(), ids=LOADS.keys())
+def test_torch_load_spelled_any_way_is_found(source):
+    first_pass, whole = _alone("CUD111", source)
+    assert [f.code for f in whole.findings] == ["CUD111"]
+    assert first_pass.findings == whole.findings
+
+
+CHECKPOINTS = '''\
+import json
+
+import torch
+
+
+class Store:
+    def load(self, path):
+        with open(path) as f:
+            return json.load(f)
+
+    def restore(self, path):
+        return self.load(path)
+
+    def weights(self, path):
+        return torch.load(path)
+'''
+
+
+def test_other_loads_are_not_read():
+    """`def load`, `json.load(f)` and `self.load(path)` are no `torch.load`."""
+    first_pass, whole = _alone("CUD111", CHECKPOINTS)
+    assert first_pass.module is not None
+    assert "json.load(f)" not in first_pass.module.code
+    assert "self.load(path)" not in first_pass.module.code
+    assert [(f.code, f.location.row) for f in whole.findings] == [("CUD111", 15)]
+    assert first_pass.findings == whole.findings
