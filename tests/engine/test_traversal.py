@@ -109,13 +109,14 @@ _SOURCES = _sources()
 
 def _comparable(log: list[_Event], module: cst.Module) -> list[_Event]:
     """The events of `log` on nodes the rules' walk enters: not on an inert node, nor on an
-    attribute that holds inert nodes only."""
+    attribute that holds inert nodes only, nor on an attribute of a node whose attributes the
+    context does not hear of (`PythonContext.ATTRIBUTES_OF`; its hooks do nothing there)."""
     nodes = {id(node): node for node in traversal.find_all(module, (cst.CSTNode,))}
 
     def inert(node_id: object, attribute: object) -> bool:
         node = nodes.get(node_id)  # type: ignore[call-overload]
-        if node is None:
-            return True  # an attribute of an inert node
+        if node is None or type(node) not in PythonContext.ATTRIBUTES_OF:
+            return True  # an attribute of an inert node, or of one the context ignores
         value = getattr(node, str(attribute))
         values = value if isinstance(value, (tuple, list)) else [value]
         return all(type(v) in traversal.INERT for v in values)
@@ -204,3 +205,18 @@ def test_an_f_string_without_a_format_spec_is_visited_as_libcst_does(monkeypatch
         traversal.visit(module, ours)
         module.visit(libcst_s)
         assert ours.log == libcst_s.log
+
+
+def test_attribute_callbacks_can_be_asked_for_some_node_types_only() -> None:
+    """With `attributes_of`, the attribute callbacks come for those node types only; every
+    other callback comes as LibCST's visit calls it."""
+    module = cst.parse_module(_FSTRINGS + "if a:\n    b = c if d else e\n")
+    ours, libcst_s = _Recording(), _Recording()
+    traversal.traverse(module, ours.on_visit, ours.on_leave, ours.on_visit_attribute,
+                       ours.on_leave_attribute, attributes_of={cst.If, cst.IfExp})
+    module.visit(libcst_s)
+    kinds = {id(node): type(node) for node in traversal.find_all(module, (cst.CSTNode,))}
+    expected = [event for event in libcst_s.log if event[0] in ("visit", "leave")
+                or kinds.get(event[1]) in (cst.If, cst.IfExp)]
+    assert ours.log == expected
+    assert {kinds.get(e[1]) for e in ours.log if e[0] == "attribute"} == {cst.If, cst.IfExp}

@@ -45,6 +45,8 @@ class PythonContext:
         field(default_factory=dict)
     _shared: dict[str, tuple[cst.CSTNode, object]] = field(default_factory=dict)
     _bare: dict[str, bool] = field(default_factory=dict)  # _spelled_bare's answers
+    # call_name's last answer: the rules visiting a Call ask in turn (an import forgets it)
+    _last_call: tuple[cst.Call, str | None] | None = None
     _function_depth: int = 0
     _main_block_depth: int = 0
 
@@ -69,7 +71,12 @@ class PythonContext:
         return None
 
     def call_name(self, node: cst.Call) -> str | None:
-        return self.qualname(node.func)
+        last = self._last_call
+        if last is not None and last[0] is node:
+            return last[1]
+        name = self.qualname(node.func)
+        self._last_call = (node, name)
+        return name
 
     def local_name(self, qualified: str) -> str | None:
         """The name this module binds to `qualified` (a module or object), if any."""
@@ -210,9 +217,12 @@ class PythonContext:
         if type(node) in _SCOPES:
             self._function_depth -= 1
 
+    # The node types whose attributes the hooks below need to hear of (the engine's walk tells
+    # them of no other: a hook per attribute of every node cost a tenth of the walk).
+    ATTRIBUTES_OF = guards.BRANCHING
+
     def enter_attribute(self, node: cst.CSTNode, attribute: str) -> None:
         if type(node) not in guards.BRANCHING:
-            self._guards.append(False)
             return
         guarded = guards.branch_guard(self, node, attribute)
         self._guards.append(guarded)
@@ -223,6 +233,8 @@ class PythonContext:
             self._main_block_depth += 1
 
     def leave_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if type(node) not in guards.BRANCHING:
+            return
         self._guards.pop()
         if self._cuda_branches and self._cuda_branches[-1] is node:
             self._cuda_branches.pop()
@@ -247,6 +259,7 @@ class PythonContext:
         return result
 
     def _bind_import(self, node: cst.Import) -> None:
+        self._last_call = None
         for alias in node.names:
             dotted = dotted_name(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
@@ -256,6 +269,7 @@ class PythonContext:
                 self.aliases[head] = head
 
     def _bind_import_from(self, node: cst.ImportFrom) -> None:
+        self._last_call = None
         if isinstance(node.names, cst.ImportStar):
             return
         relative = bool(node.relative)

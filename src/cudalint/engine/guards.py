@@ -32,8 +32,8 @@ _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.exit"})
 _SKIPS = frozenset({"pytest.skip", "pytest.importorskip"})
 _SKIP_DECORATORS = frozenset({"pytest.mark.skipif", "unittest.skipIf"})
 # The only node types whose children branch_guard can find guarded.
-BRANCHING = frozenset({cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation,
-                       cst.FunctionDef})
+BRANCHING: frozenset[type[cst.CSTNode]] = frozenset({
+    cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation, cst.FunctionDef})
 # Names that hold a device: DEVICE, device, device_type, dev, self.device, args.device.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_|$)", re.IGNORECASE)
 

@@ -143,15 +143,18 @@ def traverse(
     on_visit_attribute: _AttributeCallback,
     on_leave_attribute: _AttributeCallback,
     prune: Collection[type[cst.CSTNode]] = _NOTHING,
+    attributes_of: Collection[type[cst.CSTNode]] | None = None,
 ) -> None:
     """Call the four callbacks exactly as `root.visit(visitor)` calls a CSTVisitor's, but
-    not for the nodes of the `prune` types (nor inside them)."""
+    not for the nodes of the `prune` types (nor inside them); with `attributes_of`, the
+    attribute callbacks only for the attributes of nodes of those types."""
     settled, shape = _SHAPES.settled, _SHAPES.of
     visited_when_none = _SHAPES.visited_when_none
 
     def visit(node: cst.CSTNode) -> None:
         if on_visit(node):
             attributes = settled.get(type(node))
+            told = attributes_of is None or type(node) in attributes_of
             for attribute in shape(node) if attributes is None else attributes:
                 value = getattr(node, attribute)
                 kind = type(value)
@@ -159,17 +162,26 @@ def traverse(
                     kept = [c for c in value if type(c) not in prune] if prune else value
                     if prune and not kept:
                         continue  # nothing but inert nodes, or nothing
-                    on_visit_attribute(node, attribute)
+                    if told:
+                        on_visit_attribute(node, attribute)
                     for child in kept:
                         visit(child)
-                    on_leave_attribute(node, attribute)
+                    if told:
+                        on_leave_attribute(node, attribute)
                     continue
                 if kind in prune or (value is None and not visited_when_none(node, attribute)):
                     continue
-                on_visit_attribute(node, attribute)
-                if kind not in _CHILDLESS:
+                if kind in _CHILDLESS:
+                    if told:
+                        on_visit_attribute(node, attribute)
+                        on_leave_attribute(node, attribute)
+                    continue
+                if told:
+                    on_visit_attribute(node, attribute)
                     visit(value)
-                on_leave_attribute(node, attribute)
+                    on_leave_attribute(node, attribute)
+                else:
+                    visit(value)
         on_leave(node)
 
     visit(root)
@@ -339,5 +351,6 @@ def walk(
     rules = [rule_class(ctx) for rule_class in rule_classes]
     walker = _BatchedWalk(ctx, rules, skip)
     traverse(ctx.module, walker.on_visit, walker.on_leave, ctx.enter_attribute,
-             ctx.leave_attribute, prunable([*walker.visits, *walker.leaves]))
+             ctx.leave_attribute, prunable([*walker.visits, *walker.leaves]),
+             ctx.ATTRIBUTES_OF)
     return Reported(walker.reported, list(walker.chains.values()))
