@@ -358,3 +358,38 @@ def test_other_loads_are_not_read():
     assert "self.load(path)" not in first_pass.module.code
     assert [(f.code, f.location.row) for f in whole.findings] == [("CUD111", 15)]
     assert first_pass.findings == whole.findings
+
+
+CUTE_DSL = '''\
+import torch
+from cutlass import Float32, const_expr
+import cutlass.cute as cute
+
+
+def scale(x: Float32, flag):
+    if const_expr(flag):
+        return x * 2
+    return cute.arch.fmax(x, 0)
+
+
+def move(model):
+    return model.cuda()
+'''
+
+
+def test_what_a_cuda_only_import_binds_is_not_followed():
+    """CUD201 reports the imports themselves: `scale`, which uses only what they bind, names
+    nothing any rule reads, and is not read; the imports are still reported."""
+    first_pass, whole = _checks(CUTE_DSL)
+    assert first_pass.module is not None
+    assert "def scale" not in first_pass.module.code and "def move" in first_pass.module.code
+    assert [code for code, _ in _codes(whole)] == ["CUD201", "CUD201", "CUD102"]
+    assert first_pass.findings == whole.findings
+
+
+def test_an_alias_of_import_module_is_still_followed():
+    first_pass, whole = _alone(
+        "CUD201", "from importlib import import_module as load\n\n\ndef f():\n"
+                  "    return load('apex')\n")
+    assert [f.code for f in whole.findings] == ["CUD201"]
+    assert first_pass.findings == whole.findings

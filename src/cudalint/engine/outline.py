@@ -424,7 +424,7 @@ class _Site:
     names it binds where their uses need not spell out what they hold (`_bound`)."""
 
     names: frozenset[bytes]
-    named: bool  # its lines name a rule's term
+    named: bool  # its lines name a term of a rule that follows names (`Prefilter.binds`)
     words: frozenset[bytes]  # the identifiers of its lines
 
 
@@ -434,13 +434,14 @@ def _sites(statement: _Statement, prefilter: Prefilter) -> list[_Site]:
     binding it (an import, an assignment, a loop's header) names a term or a trigger."""
     if len(statement.nodes) > 1 or not isinstance(statement.first, _COMPOUND):
         names = _bound(statement.nodes)
-        return [_Site(frozenset(names), True, frozenset())] if names else []
+        return [_Site(frozenset(names), prefilter.binds(statement.text),
+                      frozenset(statement.words))] if names else []
     lines = statement.text.splitlines(keepends=True)
     top = first_line(statement.first)
     found = []
     for first, last, names in _binding_places(statement.first):
         text = b"".join(lines[first - top : last - top + 1])
-        found.append(_Site(frozenset(names), prefilter.matches(text),
+        found.append(_Site(frozenset(names), prefilter.binds(text),
                            frozenset(_IDENTIFIER.findall(text))))
     return found
 

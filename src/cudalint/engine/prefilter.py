@@ -116,11 +116,15 @@ class Terms:
     calls: frozenset[str] = frozenset()
     patterns: tuple[str, ...] = ()
     together: tuple[tuple[str, ...], ...] = ()
+    # Words and calls of the rule's own that it reports on the statement naming them, and that
+    # make none of the names that statement binds worth following (CUD201's package roots:
+    # the import is the finding): what `from cutlass import Float32` binds is no trigger.
+    quiet: frozenset[str] = frozenset()
 
 
 # What a Prefilter looks for: its substrings, words, calls, patterns and conjunctions.
 TermsKey = tuple[tuple[bytes, ...], frozenset[bytes], frozenset[bytes], tuple[bytes, ...],
-                 tuple[tuple[bytes, ...], ...]]
+                 tuple[tuple[bytes, ...], ...], frozenset[bytes]]
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,8 @@ class Prefilter:
     calls: frozenset[bytes] = frozenset()
     patterns: tuple[bytes, ...] = ()
     together: tuple[tuple[bytes, ...], ...] = ()
+    # the rules' quiet words and calls (`Terms.quiet`) that no rule names otherwise
+    quiet: frozenset[bytes] = frozenset()
     # every call of the rules (`within` narrows `calls`): the one pattern `_called` compiles
     _all_calls: frozenset[bytes] = field(default=frozenset(), compare=False, repr=False)
 
@@ -151,8 +157,12 @@ class Prefilter:
         calls: set[bytes] = set()
         patterns: dict[bytes, None] = {}
         together: dict[tuple[bytes, ...], None] = {}
+        quiet: set[bytes] = set()
+        loud: set[bytes] = set()
         for rule in rules:
             terms = rule.prefilter(settings)
+            quiet.update(name.encode() for name in terms.quiet)
+            loud.update(name.encode() for name in (terms.words | terms.calls) - terms.quiet)
             substrings.update(dict.fromkeys(k.encode() for k in terms.keywords))
             words.update(w.encode() for w in terms.words)
             calls.update(c.encode() for c in terms.calls)
@@ -161,11 +171,11 @@ class Prefilter:
                                           for group in terms.together))
         calls -= words
         return cls(tuple(substrings), frozenset(words), frozenset(calls), tuple(patterns),
-                   tuple(together), _all_calls=frozenset(calls))
+                   tuple(together), frozenset(quiet - loud), frozenset(calls))
 
     def terms(self) -> TermsKey:
         """What it looks for (not how it remembers it)."""
-        return self.substrings, self.words, self.calls, self.patterns, self.together
+        return self.substrings, self.words, self.calls, self.patterns, self.together, self.quiet
 
     def within(self, data: bytes) -> Prefilter | None:
         """This pre-filter with only the terms `data` names (a part of `data` can name no
@@ -178,7 +188,7 @@ class Prefilter:
         if not substrings and not words and not calls and not patterns and not together:
             return None
         return Prefilter(substrings, frozenset(words), frozenset(calls), patterns, together,
-                         self._all_calls)
+                         self.quiet & (words | calls), self._all_calls)
 
     def matches(self, data: bytes) -> bool:
         """`data` names a term, wherever (a call's name counts anywhere)."""
@@ -187,6 +197,16 @@ class Prefilter:
         if not self.words and not self.calls:
             return False
         found = _IDENTIFIER.findall(data)
+        return not self.words.isdisjoint(found) or not self.calls.isdisjoint(found)
+
+    def binds(self, data: bytes) -> bool:
+        """`data` names a term other than a quiet one (`Terms.quiet`): what a statement
+        there binds is worth following."""
+        if not self.quiet:
+            return self.matches(data)
+        if any(keyword in data for keyword in self.substrings) or self._patterned(data):
+            return True
+        found = set(_IDENTIFIER.findall(data)) - self.quiet
         return not self.words.isdisjoint(found) or not self.calls.isdisjoint(found)
 
     def matches_code(self, text: bytes, node: ast.stmt, first: int) -> bool:

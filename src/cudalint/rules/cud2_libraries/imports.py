@@ -106,8 +106,9 @@ class CudaOnlyImport(PythonRule):
         """Package roots as whole names (`cute` must not match `execute`), where the code
         imports something (`import`, `import_module("x")`, `__import__("x")`): a function that
         only uses an imported package reports nothing here. `import_module` itself, so that an
-        alias of it (`from importlib import import_module as load`) is followed."""
-        return Terms(words=frozenset({"import_module"}), calls=_roots())
+        alias of it (`from importlib import import_module as load`) is followed. The import is
+        the finding: the names it binds (`from cutlass import Float32`) are followed by none."""
+        return Terms(words=frozenset({"import_module"}), calls=_roots(), quiet=_roots())
 
     def visit_Import(self, node: cst.Import) -> None:
         for found in imported.from_import(node, self._is_cuda_only):
