@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.prefilter import BLOCK_FIELDS, Prefilter
 from cudalint.engine.sparse import Unit, first_line, units_of
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -448,7 +448,7 @@ def _sites(statement: _Statement, prefilter: Prefilter) -> list[_Site]:
 
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
              ast.TryStar, ast.Match)
-_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BLOCK_FIELDS = frozenset(BLOCK_FIELDS)
 
 
 def _binding_places(node: ast.stmt) -> list[tuple[int, int, set[bytes]]]:

@@ -40,7 +40,8 @@ _STRING_OR_COMMENT = re.compile(
 # above does not follow: such functions keep their comments.
 _NESTING_FSTRINGS = sys.version_info >= (3, 12)
 _FSTRING = re.compile(rb"(?<![A-Za-z0-9_])[rRbB]?[fFtT][rRbB]?['\"]")
-_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+# The fields of an `ast` statement that hold blocks of statements.
+BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 # An escape that can put an identifier's letters into a string's value (`\x74`, `\u0074`,
 # `\N{...}`, octal), or a backslash-newline that joins two parts of one.
 LETTER_ESCAPE = re.compile(r"\\[xuUN0-7\r\n]")
@@ -288,7 +289,7 @@ def _bare_strings(node: ast.stmt) -> Iterator[ast.expr]:
     stack: list[ast.AST] = [node]
     while stack:
         current = stack.pop()
-        for name in _BLOCKS:
+        for name in BLOCK_FIELDS:
             for child in getattr(current, name, None) or ():
                 if isinstance(child, ast.Expr) and isinstance(child.value, ast.Constant) \
                         and isinstance(child.value.value, str):

@@ -21,12 +21,13 @@ from functools import cached_property
 
 import libcst as cst
 
+from cudalint.engine.prefilter import BLOCK_FIELDS
+
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # A line as `ast` counts them (a form feed ends none), with its ending.
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _UNITS = (*_FUNCTIONS, ast.ClassDef)
-_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 _CLAUSES = (ast.ExceptHandler, ast.match_case)  # a `handlers`/`cases` entry: a block's owner
 
 
@@ -145,7 +146,7 @@ class Hidden:
                     if isinstance(target, ast.Name):
                         found[target.id].append(node.value)
                 continue
-            for name in _BLOCKS:
+            for name in BLOCK_FIELDS:
                 for inner in getattr(node, name, ()):
                     statements.extend(inner.body if isinstance(inner, _CLAUSES) else [inner])
         return dict(found)
