@@ -31,6 +31,13 @@ def _checks(source: str) -> tuple[PythonResult, PythonResult]:
     return first_pass, whole
 
 
+def _found_alike(source: str, code: str) -> None:
+    """The whole check finds `code` once, and the first pass's check finds the same."""
+    first_pass, whole = _checks(source)
+    assert [found for found, _ in _codes(whole)] == [code]
+    assert first_pass.findings == whole.findings
+
+
 def _codes(result: PythonResult) -> list[tuple[str | None, int]]:
     return [(f.code, f.location.row) for f in result.findings]
 
@@ -86,9 +93,7 @@ INTEGER_ORDINALS = {
 
 @pytest.mark.parametrize("source", INTEGER_ORDINALS.values(), ids=INTEGER_ORDINALS.keys())
 def test_an_integer_ordinal_spelled_any_way_is_found(source):
-    first_pass, whole = _checks(source)
-    assert [code for code, _ in _codes(whole)] == ["CUD113"]
-    assert first_pass.findings == whole.findings
+    _found_alike(source, "CUD113")
 
 
 ORDINAL_NAMES = {
@@ -111,9 +116,7 @@ ORDINAL_NAMES = {
 
 @pytest.mark.parametrize("source", ORDINAL_NAMES.values(), ids=ORDINAL_NAMES.keys())
 def test_an_ordinal_name_spelled_any_way_is_found(source):
-    first_pass, whole = _checks(source)
-    assert [code for code, _ in _codes(whole)] == ["CUD113"]
-    assert first_pass.findings == whole.findings
+    _found_alike(source, "CUD113")
 
 
 DISTRIBUTED = '''\
@@ -196,9 +199,7 @@ FLOAT64 = {
 
 @pytest.mark.parametrize("source", FLOAT64.values(), ids=FLOAT64.keys())
 def test_float64_spelled_any_way_is_found(source):
-    first_pass, whole = _checks(source)
-    assert [code for code, _ in _codes(whole)] == ["CUD601"]
-    assert first_pass.findings == whole.findings
+    _found_alike(source, "CUD601")
 
 
 CONVERSIONS = '''\
@@ -252,9 +253,7 @@ def test_a_call_name_counts_in_a_function_that_imports_it_not_in_any_that_import
     assert _code_matches(prefilter, "def f():\n    return __import__('cupy')\n")
     source = ("import torch\n\n\ndef f(x):\n    import os\n    from torch.linalg import eig as e\n"
               "    return e(x)\n")
-    first_pass, whole = _checks(source)
-    assert [code for code, _ in _codes(whole)] == ["CUD602"]
-    assert first_pass.findings == whole.findings
+    _found_alike(source, "CUD602")
 
 
 def _alone(code: str, source: str) -> tuple[PythonResult, PythonResult]:
