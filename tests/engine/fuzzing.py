@@ -35,13 +35,41 @@ CUDA_LINES = (
 )
 
 
+# Elements of a module-level table (cudalint.engine.runs hides runs of those naming nothing).
+TABLE_ELEMENTS = (
+    "make({i})", "make(\n        {i},\n    )", "(make(\n        {i},\n    ))", "{i}.5",
+    "[{i}, 2]", "'cuda:{i}'", "torch.device('cuda')", "x.cuda()", "DEVICE",
+    "# entry {i}\n    make({i})", "make(n := {i})", "make(\n        {i}, {{'k': 1}})",
+)
+TABLE_KEYS = ("fn{i}", "'k{i}'", "torch.op{i}", "(a, {i})", "'device'")
+OPENINGS = {"list": ("[", "]"), "tuple": ("(", ")"), "set": ("{{", "}}"), "dict": ("{{", "}}")}
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> str:
+    """A module-level table of 9 to 20 entries drawn from the elements above."""
+    kind = draw(st.sampled_from(sorted(OPENINGS)))
+    opening, closing = OPENINGS[kind]
+    entries = []
+    for i in range(draw(st.integers(9, 20))):
+        value = draw(st.sampled_from(TABLE_ELEMENTS))
+        if kind == "dict":
+            value = f"{draw(st.sampled_from(TABLE_KEYS))}: {value}"
+        entries.append("    " + value.replace("{i}", str(i)).replace("{{", "{")
+                       .replace("}}", "}"))
+    last = draw(st.sampled_from([",\n", "\n"]))
+    body = ",\n".join(entries) + last
+    return f"TABLE = {opening.format()}\n{body}{closing.format()}\n"
+
+
 @st.composite
 def programs(draw: st.DrawFn) -> str:
-    """A generated module with CUDA lines spliced between its top-level statements."""
+    """A generated module with CUDA lines and tables spliced between its top-level
+    statements."""
     generated = draw(hypothesmith.from_grammar())
     lines = generated.splitlines(keepends=True)
     cuts = [0, *(i for i, line in enumerate(lines, 1) if line[:1] not in " \t#"), len(lines)]
-    for line in draw(st.lists(st.sampled_from(CUDA_LINES), max_size=4)):
+    for line in draw(st.lists(st.one_of(st.sampled_from(CUDA_LINES), tables()), max_size=4)):
         at = draw(st.sampled_from(cuts))
         lines.insert(at, line if not lines[at - 1 : at] or lines[at - 1].endswith("\n")
                      else "\n" + line)

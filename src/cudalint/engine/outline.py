@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cudalint.engine.prefilter import BLOCK_FIELDS, Prefilter
+from cudalint.engine.runs import Run, runs_of
 from cudalint.engine.sparse import Unit, first_line, units_of
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -162,6 +163,13 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
     """The units that name nothing the enabled rules look for (cudalint.engine.sparse):
     irrelevant top-level functions and classes, and the irrelevant methods of the others.
     `units`: the module's units (`units_of`), when the caller has them already."""
+    return hidden_parts(data, tree, prefilter, units)[0]
+
+
+def hidden_parts(data: bytes, tree: ast.Module, prefilter: Prefilter,
+                 units: list[Unit] | None = None) -> tuple[list[Unit], list[Run]]:
+    """The units LibCST need not read (`blanked`), and the runs of elements of the relevant
+    tables it need not read (cudalint.engine.runs)."""
     lines = data.splitlines(keepends=True)
     statements = []
     for node in tree.body:
@@ -184,7 +192,9 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
         statement = statements[index]
         found.append(Unit(first_line(statement.first), _last_line(statement.nodes),
                           statement.text, statement.first))
-    return found
+    runs = [run for index in sorted(relevant) if len(statements[index].nodes) == 1
+            for run in runs_of(statements[index].first, lines, prefilter, triggers)]
+    return found, runs
 
 
 def _idle_statements(statements: list[_Statement], relevant: set[int]) -> set[int]:

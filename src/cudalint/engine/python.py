@@ -15,10 +15,11 @@ from libcst.metadata import CodeRange
 from cudalint.engine import noqa, trusted_parse
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import EditPlanner
-from cudalint.engine.outline import Outline, blanked, outline, parse_quietly
+from cudalint.engine.outline import Outline, hidden_parts, outline, parse_quietly
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.report import NodeFix, Report
+from cudalint.engine.runs import Run, blank_runs
 from cudalint.engine.sparse import Hidden, Unit, blank, leaves, units_of
 from cudalint.engine.traversal import walk
 from cudalint.finding import Edit, Finding, Fix, Position, error_finding
@@ -161,14 +162,17 @@ def lint_python(
         return PythonResult([compiled])
     tree, source = compiled, data.removeprefix(BOM)
     units = units_of(source, tree) if reuse is not None else []
-    hidden = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter else []
-    parsed = _parse_cst(blank(source, hidden) if hidden else source, path)
-    if isinstance(parsed, Finding) and hidden:  # never: blanking keeps the file valid
-        hidden, parsed = [], _parse_cst(source, path)
+    hidden, runs = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter \
+        else ([], [])
+    parsed = _parse_cst(blank_runs(blank(source, hidden), runs) if hidden or runs else source,
+                        path)
+    if isinstance(parsed, Finding) and (hidden or runs):  # never: blanking keeps it valid
+        hidden, runs, parsed = [], [], _parse_cst(source, path)
     if isinstance(parsed, Finding):
         return PythonResult([parsed])
     text = source.decode(parsed.encoding)
-    ctx = PythonContext(parsed, settings, path=path, hidden=Hidden(hidden, text), text=text)
+    ctx = PythonContext(parsed, settings, path=path, hidden=Hidden(hidden, text, runs),
+                        text=text)
     first_pass = _outline(source, parsed, tree, prefilter, hidden)
     reported = walk(ctx, rules, () if first_pass is None else first_pass.skip)
     result = PythonResult([], parsed, text=text, units=tuple(leaves(units)),
@@ -183,12 +187,12 @@ def lint_python(
 
 
 def _hidden(source: bytes, tree: ast.Module, prefilter: Prefilter, units: list[Unit],
-            reuse: Callable[[Unit], bool] | None) -> list[Unit]:
+            reuse: Callable[[Unit], bool] | None) -> tuple[list[Unit], list[Run]]:
     """The units LibCST does not read: those the first pass finds irrelevant, and those the
-    caller reuses (never a unit inside another)."""
-    found = blanked(source, tree, prefilter, units or None)
+    caller reuses (never a unit inside another); and the runs of tables it does not read."""
+    found, runs = hidden_parts(source, tree, prefilter, units or None)
     if reuse is None:
-        return found
+        return found, runs
     skipped = {id(unit.node) for unit in found}
     outer = {id(unit.node) for unit in found if unit.top_level}
     for unit in units:
@@ -196,7 +200,7 @@ def _hidden(source: bytes, tree: ast.Module, prefilter: Prefilter, units: list[U
             continue
         found.extend(leaf for leaf in leaves([unit])
                      if id(leaf.node) not in skipped and reuse(leaf))
-    return found
+    return found, runs
 
 
 def _checked(units: list[Unit], hidden: list[Unit],

@@ -18,10 +18,14 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from cudalint.engine.prefilter import BLOCK_FIELDS
+
+if TYPE_CHECKING:
+    from cudalint.engine.runs import Run
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # A line as `ast` counts them (a form feed ends none), with its ending.
@@ -111,14 +115,16 @@ class Hidden:
 
     units: Collection[Unit] = ()
     text: str = ""  # the whole file's text
+    runs: Collection[Run] = ()  # the runs of tables LibCST did not read (cudalint.engine.runs)
 
     def __bool__(self) -> bool:
-        return bool(self.units)
+        return bool(self.units) or bool(self.runs)
 
     @cached_property
     def words(self) -> frozenset[str]:
         """Every identifier their text names (a conservative stand-in for their uses)."""
-        return frozenset(w.decode() for unit in self.units for w in unit.words)
+        words = [unit.words for unit in self.units] + [run.words for run in self.runs]
+        return frozenset(w.decode() for found in words for w in found)
 
     @cached_property
     def top_level_names(self) -> frozenset[str]:
