@@ -229,6 +229,8 @@ class OpWithoutMpsKernel(PythonRule):
     def _fallback(self) -> str | None:
         """"before"/"after": the module sets PYTORCH_ENABLE_MPS_FALLBACK before/after its
         first torch import, at top level; None: it doesn't."""
+        if _FALLBACK_VARIABLE not in self.ctx.code:  # no statement's code can name it
+            return None
         torch_seen = False
         for statement in self.ctx.module.body:
             if _imports_torch_statement(statement):
