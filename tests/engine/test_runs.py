@@ -6,13 +6,16 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import libcst as cst
 import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
 
+from cudalint.engine.codegen_positions import positions_of
 from cudalint.engine.context import Settings
 from cudalint.engine.outline import hidden_parts
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.python import PythonResult, lint_python
-from cudalint.engine.runs import MIN_LINES, blank_runs
+from cudalint.engine.runs import MIN_LINES, Tables, blank_runs
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
 
@@ -156,3 +159,48 @@ def test_a_run_naming_a_name_a_relevant_statement_binds_is_read() -> None:
     source = OP_DB.replace("jit_fn = None", 'DEVICE = "cuda"').replace(
         "sample_inputs_func=sample_inputs_op3", "sample_inputs_func=DEVICE")
     assert "sample_inputs_func=DEVICE" in _same(source)
+
+
+TABLES = (
+    "import torch\n\nPLAIN = [\n    make(0), 'é', make(1),\n    make(\n        2,\n    ),\n]\n"
+    "KEYED: dict = {\n    'k': make(0),\n" + "".join(f"    torch.op{i}: make({i}),\n"
+                                              for i in range(12))
+    + "    (a, 'é'): torch.device('cuda'),\n    **more,\n    (b): x.cuda(),\n}\n"
+    "PAIRS = (\n    make(0),\n" + "".join(f"    make(\n        {i},\n    ),\n" for i in range(5))
+    + "    ('cuda', make(1)),\n    'é', torch.zeros(1, device='cuda'),\n)\n"
+    "ITEMS = {\n\tmake(0),\n\tmake(1).cuda(),\n}\n"
+)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_an_entry_of_a_table_is_placed_as_the_whole_module_places_it(newline: str) -> None:
+    """Every node of every entry, generated alone from where `ast` starts the entry (after a
+    hidden run, and after non-ASCII text on its line), is where LibCST's PositionProvider
+    puts it in the whole module; an entry in parentheses is not placed alone."""
+    data = TABLES.replace("\n", newline).encode()
+    tree = ast.parse(data)
+    within = PREFILTER.within(data)
+    assert within is not None
+    units, runs = hidden_parts(data, tree, within)
+    assert runs and not units
+    module = cst.parse_module(blank_runs(data, runs))
+    whole = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    tables = Tables(tree.body, runs, data.decode())
+    placed = []
+    for index, statement in enumerate(module.body):
+        assignment = statement.body[0]  # type: ignore[attr-defined]
+        table = getattr(assignment, "value", None)
+        for entry in getattr(table, "elements", ()):
+            where = tables.entry_start(index, (statement, assignment, table, entry))
+            head = getattr(entry, "key", None) or getattr(entry, "value", None)
+            if not isinstance(entry, (cst.Element, cst.DictElement)) \
+                    or (getattr(head, "lpar", ()) and not isinstance(head, cst.Tuple)):
+                assert where is None
+                continue
+            assert where is not None
+            found = positions_of(entry, module, where[0], column=where[1])
+            assert all(found[node] == whole[node] for node in found)
+            placed.append(module.code_for_node(entry).strip(" \t\r\n,"))
+    # after a run, after 'é' on its line, and in a table indented with tabs
+    assert {"(a, 'é'): torch.device('cuda')", "('cuda', make(1))", "make(1)",
+            "torch.zeros(1, device='cuda')", "make(1).cuda()"} <= set(placed)

@@ -14,13 +14,15 @@ from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 
 def positions_of(node: cst.CSTNode, module: cst.Module, line: int = 1,
-                 indent: Sequence[str] = ()) -> dict[cst.CSTNode, CodeRange]:
+                 indent: Sequence[str] = (), column: int = 0) -> dict[cst.CSTNode, CodeRange]:
     """The position of `node` and of every node in it, `node` being generated from `line`
-    at `indent` (a statement of `module`; the module itself from line 1)."""
+    at `indent` (a statement of `module`; the module itself from line 1), or from `column`
+    of `line` (an element of a table, whose code holds its own line breaks and indentation)."""
     provider = PositionProvider()
     state = _State(default_indent=module.default_indent,
                    default_newline=module.default_newline, provider=provider,
                    indent_tokens=list(indent), line=line)
+    state.column = column
     node._codegen(state)
     return _computed(state)
 

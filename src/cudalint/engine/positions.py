@@ -16,9 +16,11 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from cudalint.engine.codegen_positions import positions_of
+from cudalint.engine.traversal import ENTRIES
 
 if TYPE_CHECKING:
     from cudalint.engine.outline import Outline
+    from cudalint.engine.runs import Tables
     from cudalint.engine.traversal import Chain, Place
 
 
@@ -29,9 +31,10 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
     whole module for a node outside every statement."""
 
     def __init__(self, module: cst.Module, first_pass: Outline, hints: Iterable[Place],
-                 chains: Iterable[Chain] = ()) -> None:
+                 chains: Iterable[Chain] = (), tables: Tables | None = None) -> None:
         self._module = module
         self._first_pass = first_pass
+        self._tables = tables
         hinted = sorted(set(hints), key=lambda place: (-len(place), place))
         tops = {place[0] for place in hinted if len(place) == 1}
         rest = [(i,) for i in range(len(first_pass.starts)) if i not in tops]
@@ -78,6 +81,12 @@ class StatementPositions(Mapping[cst.CSTNode, CodeRange]):
 
     def _place_chain(self, chain: Chain) -> None:
         index, nodes = chain
+        if isinstance(nodes[-1], ENTRIES):
+            where = None if self._tables is None else self._tables.entry_start(index, nodes)
+            if where is not None:
+                self._known.update(positions_of(nodes[-1], self._module, where[0],
+                                                column=where[1]))
+            return
         start = self._first_pass.nested_start(index, nodes, self._module.default_indent)
         if start is not None:
             self._generate(nodes[-1], *start)

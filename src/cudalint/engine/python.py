@@ -19,7 +19,7 @@ from cudalint.engine.outline import Outline, hidden_parts, outline, parse_quietl
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.report import NodeFix, Report
-from cudalint.engine.runs import Run, blank_runs
+from cudalint.engine.runs import Run, Tables, blank_runs
 from cudalint.engine.sparse import Hidden, Unit, blank, leaves, units_of
 from cudalint.engine.traversal import walk
 from cudalint.finding import Edit, Finding, Fix, Position, error_finding
@@ -180,7 +180,8 @@ def lint_python(
     if not ctx.reports:
         return result
     positions = (whole_module_positions(parsed) if first_pass is None
-                 else StatementPositions(parsed, first_pass, reported.places, reported.chains))
+                 else StatementPositions(parsed, first_pass, reported.places, reported.chains,
+                                         Tables(first_pass.nodes, runs, text)))
     _positioned(result, ctx, positions, path, settings, want_edits=want_edits, cell=cell,
                 starts=None if first_pass is None else first_pass.starts)
     return result

@@ -23,8 +23,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+import libcst as cst
+
 from cudalint.engine.prefilter import Prefilter
 from cudalint.engine.sparse import _ending as ending
+from cudalint.engine.sparse import text_lines
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _CLOSING = b'"""'
@@ -174,3 +177,70 @@ def blank_runs(data: bytes, runs: Iterable[Run]) -> bytes:
         lines[run.last - 1] = b" " * (run.end_column - len(_CLOSING)) + _CLOSING \
             + tail[run.end_column:]
     return b"".join(lines)
+
+
+class Tables:
+    """Where the entries of the tables that top-level statements assign start, as `ast` read
+    them, for the positions of what an entry holds (cudalint.engine.positions): `statements`,
+    the `ast` statement of each LibCST top-level statement; `runs`, those LibCST read as one
+    starred literal each; `text`, the module's text."""
+
+    def __init__(self, statements: Sequence[ast.stmt], runs: Iterable[Run], text: str) -> None:
+        self._statements = statements
+        self._runs = {(run.first, run.column): run for run in runs}
+        self._text = text
+        self._lines: list[str] | None = None
+
+    def entry_start(self, index: int, chain: Sequence[cst.CSTNode]) -> tuple[int, int] | None:
+        """The line and column (in characters) where the entry ending `chain` starts: the
+        module's `index`-th statement, its assignment, its table, the entry. None where `ast`
+        and LibCST do not read the table alike, or the entry starts with a parenthesis."""
+        node = self._statements[index] if index < len(self._statements) else None
+        found = None if node is None or len(chain) != 4 else _table(node)
+        table, entry = chain[2:] if len(chain) == 4 else (None, None)
+        if found is None or not isinstance(table, (cst.List, cst.Tuple, cst.Set, cst.Dict)) \
+                or isinstance(table, cst.Dict) != isinstance(found[1], ast.Dict):
+            return None
+        if not isinstance(entry, (cst.Element, cst.DictElement)):
+            return None
+        head = entry.key if isinstance(entry, cst.DictElement) else entry.value
+        if not _starts_as_ast_does(head):
+            return None
+        start = self._paired(table.elements, entry, found[2])
+        if start is None:
+            return None
+        if self._lines is None:
+            self._lines = text_lines(self._text)
+        if start.lineno > len(self._lines):
+            return None
+        prefix = self._lines[start.lineno - 1].encode()[:start.col_offset]
+        try:
+            return start.lineno, len(prefix.decode())
+        except UnicodeDecodeError:
+            return None
+
+    def _paired(self, entries: Sequence[cst.CSTNode], wanted: cst.CSTNode | None,
+                elements: list[_Element]) -> ast.expr | None:
+        """Where `ast` starts the LibCST entry `wanted`; a run is one LibCST entry."""
+        position = 0
+        for entry in entries:
+            if position >= len(elements):
+                return None
+            first = elements[position][0]
+            run = self._runs.get((first.lineno, first.col_offset))
+            if run is not None and isinstance(entry, (cst.StarredElement, cst.StarredDictElement)):
+                end = (run.last, run.end_column)
+                while position < len(elements) \
+                        and (elements[position][0].lineno, elements[position][0].col_offset) < end:
+                    position += 1
+                continue
+            if entry is wanted:
+                return first
+            position += 1
+        return None
+
+
+def _starts_as_ast_does(head: cst.BaseExpression) -> bool:
+    """`ast` starts an expression in parentheses after them, but a tuple at its own `(`."""
+    parentheses = len(getattr(head, "lpar", ()))
+    return parentheses == 0 or (parentheses == 1 and isinstance(head, cst.Tuple))

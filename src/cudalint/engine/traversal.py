@@ -228,11 +228,16 @@ def find_all(node: cst.CSTNode, kinds: tuple[type[cst.CSTNode], ...]) -> Iterato
                      if type(child) not in prune)
 
 
+_ASSIGNMENTS = frozenset({cst.Assign, cst.AnnAssign})
+_TABLES = frozenset({cst.List, cst.Tuple, cst.Set, cst.Dict})
+ENTRIES = (cst.Element, cst.DictElement)
+_ENTRIES = frozenset(ENTRIES)
 # Where reports are: `(i,)` the module's i-th statement, `(i, j)` the j-th statement of the
 # body of a class that is the module's i-th (its methods, mostly).
 Place = tuple[int, ...]
-# The innermost statement of an indented block around a report, and the way down to it: the
-# index of the module's statement it is in, and the nodes from that statement down to it.
+# The innermost statement of an indented block around a report, or the entry of a table a
+# top-level statement assigns, and the way down to it: the index of the module's statement it
+# is in, and the nodes from that statement down to it.
 Chain = tuple[int, tuple[cst.CSTNode, ...]]
 
 
@@ -333,6 +338,11 @@ class _BatchedWalk:
                 if index is not None:
                     self.chains.setdefault(id(stack[depth]), (index, tuple(stack[1:depth + 1])))
                 return
+        if len(stack) > 4 and type(stack[4]) in _ENTRIES and type(stack[3]) in _TABLES \
+                and type(stack[2]) in _ASSIGNMENTS and getattr(stack[2], "value", None) is stack[3]:
+            index = self.statements.get(id(stack[1]))
+            if index is not None:  # an entry of a table a top-level statement assigns
+                self.chains.setdefault(id(stack[4]), (index, tuple(stack[1:5])))
 
     def _note(self, place: Place) -> None:
         """`place` holds the reports made since the last place was noted."""
