@@ -14,17 +14,21 @@ it parses every relevant statement, and the rules visit LibCST nodes.
 from __future__ import annotations
 
 import ast
-import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
-from cudalint.engine.prefilter import BLOCK_FIELDS, Prefilter
+from cudalint.engine.prefilter import (
+    BLOCK_FIELDS,
+    HOLDING_NOTHING,
+    Prefilter,
+    identifiers,
+    statements_in,
+)
 from cudalint.engine.sparse import Unit, first_line, units_of
 
-_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _SKIPPABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -166,7 +170,7 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
     statements = []
     for node in tree.body:
         text = b"".join(lines[first_line(node) - 1 : _last_line([node])])
-        statements.append(_Statement(None, node, [node], text, set(_IDENTIFIER.findall(text))))
+        statements.append(_Statement(None, node, [node], text, identifiers(text)))
     relevant, triggers = _relevant(statements, prefilter)
     by_node = {id(unit.node): unit for unit in units or units_of(data, tree)}
     found: list[Unit] = []
@@ -178,7 +182,7 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
             found.append(unit)
             continue
         found.extend(m for m in unit.methods
-                     if not prefilter.matches_code(m.text, m.node, m.first)
+                     if not prefilter.matches_code(m.text, m.node, m.first, m.words)
                      and triggers.isdisjoint(m.words))
     for index in _idle_statements(statements, relevant):
         statement = statements[index]
@@ -243,7 +247,7 @@ def _header(statements: list[_Statement]) -> int:
 
 
 def _imports(node: ast.stmt) -> bool:
-    return any(isinstance(inner, (ast.Import, ast.ImportFrom)) for inner in ast.walk(node))
+    return any(isinstance(inner, (ast.Import, ast.ImportFrom)) for inner in statements_in(node))
 
 
 def _opens_module(node: ast.stmt, index: int) -> bool:
@@ -271,7 +275,7 @@ def _binds(node: ast.stmt, modules: set[str]) -> set[bytes]:
     `os.getcwd()`, a call on an imported name)."""
     names: set[str] = set()
     changed: set[str] = set()
-    for inner in ast.walk(node):
+    for inner in _nodes(node):
         if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
             names.add(inner.id)
         elif isinstance(inner, (ast.Attribute, ast.Subscript)) \
@@ -290,13 +294,29 @@ def _binds(node: ast.stmt, modules: set[str]) -> set[bytes]:
     return {name.encode() for name in names | (changed - modules)}
 
 
+def _nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node of the tree of `node`, each before those it holds (as `ast.walk`, in
+    another order, and without walking into contexts and operators)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if isinstance(value, list):
+                stack.extend(item for item in value
+                             if isinstance(item, ast.AST) and not isinstance(item, HOLDING_NOTHING))
+            elif isinstance(value, ast.AST) and not isinstance(value, HOLDING_NOTHING):
+                stack.append(value)
+
+
 def _imported(statements: list[_Statement]) -> set[str]:
     """The names the module's top-level code imports (`os` for `import os.path`)."""
     names: set[str] = set()
     for statement in statements:
         if isinstance(statement.first, _SKIPPABLE) or b"import" not in statement.text:
             continue
-        for inner in ast.walk(statement.first):
+        for inner in statements_in(statement.first):
             if isinstance(inner, ast.Import):
                 names.update(a.asname or a.name.split(".")[0] for a in inner.names)
             elif isinstance(inner, ast.ImportFrom):
@@ -321,8 +341,7 @@ def _statements(
     statements = []
     for statement, group in pairs:
         text = b"".join(lines[first_line(group[0]) - 1 : _last_line(group)])
-        statements.append(_Statement(statement, group[0], group, text,
-                                     set(_IDENTIFIER.findall(text))))
+        statements.append(_Statement(statement, group[0], group, text, identifiers(text)))
     return statements
 
 
@@ -391,22 +410,28 @@ def _relevant(
 ) -> tuple[set[int], set[bytes]]:
     """The top-level statements naming something the rules look for, and the names they bind
     (a statement using one of those names is relevant too)."""
-    everything = set(range(len(statements)))
     relevant = {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
-    sites: dict[int, list[_Site]] = {}
-    triggers: set[bytes] = set()
+    others = set(range(len(statements))) - relevant
+    added = relevant
+    waiting: list[_Site] = []  # the binding sites of relevant statements that bind nothing yet
+    bound: set[bytes] = set()
+    triggers: set[bytes] = set()  # what `bound` held after the previous round
     while True:
-        bound: set[bytes] = set()
-        for index in relevant:
-            if index not in sites:
-                sites[index] = _sites(statements[index], prefilter)
-            bound.update(*(site.names for site in sites[index]
-                           if site.named or not triggers.isdisjoint(site.words)))
-        more = {i for i in everything - relevant if not bound.isdisjoint(statements[i].words)}
-        if bound <= triggers and not more:
+        waiting.extend(site for index in added for site in _sites(statements[index], prefilter))
+        left = []
+        for site in waiting:
+            if site.named or not triggers.isdisjoint(site.words):
+                bound |= site.names
+            else:
+                left.append(site)
+        waiting = left
+        new = bound - triggers  # a statement not relevant yet names none of `triggers`
+        if not new:
             return relevant, triggers
-        triggers |= bound
-        relevant |= more
+        added = {i for i in others if not new.isdisjoint(statements[i].words)}
+        triggers |= new
+        relevant |= added
+        others -= added
 
 
 def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
@@ -414,8 +439,8 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
     statement by its text."""
     if isinstance(statement.first, _SKIPPABLE) and len(statement.nodes) == 1:
         return prefilter.matches_code(statement.text, statement.first,
-                                      first_line(statement.first))
-    return prefilter.matches(statement.text)
+                                      first_line(statement.first), statement.words)
+    return prefilter.matches(statement.text, statement.words)
 
 
 @dataclass(frozen=True)
@@ -434,15 +459,15 @@ def _sites(statement: _Statement, prefilter: Prefilter) -> list[_Site]:
     binding it (an import, an assignment, a loop's header) names a term or a trigger."""
     if len(statement.nodes) > 1 or not isinstance(statement.first, _COMPOUND):
         names = _bound(statement.nodes)
-        return [_Site(frozenset(names), prefilter.binds(statement.text),
+        return [_Site(frozenset(names), prefilter.binds(statement.text, statement.words),
                       frozenset(statement.words))] if names else []
     lines = statement.text.splitlines(keepends=True)
     top = first_line(statement.first)
     found = []
     for first, last, names in _binding_places(statement.first):
         text = b"".join(lines[first - top : last - top + 1])
-        found.append(_Site(frozenset(names), prefilter.binds(text),
-                           frozenset(_IDENTIFIER.findall(text))))
+        words = identifiers(text)
+        found.append(_Site(frozenset(names), prefilter.binds(text, words), frozenset(words)))
     return found
 
 
@@ -455,7 +480,7 @@ def _binding_places(node: ast.stmt) -> list[tuple[int, int, set[bytes]]]:
     """(first line, last line, names) of each statement or compound header in `node` that
     binds names (as `_bound` counts them)."""
     found = []
-    for inner in ast.walk(node):
+    for inner in statements_in(node):
         if not isinstance(inner, (ast.stmt, ast.excepthandler)) or isinstance(inner, _SKIPPABLE):
             continue
         if not isinstance(inner, (*_COMPOUND, ast.excepthandler)):
@@ -482,9 +507,9 @@ def _stored(parts: list[ast.AST]) -> set[bytes]:
     names: set[bytes] = set()
     local: set[int] = set()
     for part in parts:
-        for inner in ast.walk(part):
+        for inner in _nodes(part):
             if isinstance(inner, ast.comprehension):
-                local.update(id(n) for n in ast.walk(inner.target))
+                local.update(id(n) for n in _nodes(inner.target))
             elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) \
                     and id(inner) not in local:
                 names.add(inner.id.encode())
@@ -501,7 +526,7 @@ def _bound(nodes: list[ast.stmt]) -> set[bytes]:
     for node in nodes:
         if isinstance(node, _SKIPPABLE):
             continue
-        for inner in ast.walk(node):
+        for inner in statements_in(node):
             if isinstance(inner, ast.Import):
                 names.update(alias.asname.encode() for alias in inner.names if alias.asname)
             elif isinstance(inner, ast.ImportFrom):
