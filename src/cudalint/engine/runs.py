@@ -25,11 +25,10 @@ from functools import cached_property
 
 import libcst as cst
 
-from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.prefilter import Prefilter, identifiers
 from cudalint.engine.sparse import _ending as ending
 from cudalint.engine.sparse import text_lines
 
-_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _CLOSING = b'"""'
 MIN_LINES = 8  # a shorter run saves less than it costs to find
 
@@ -48,7 +47,7 @@ class Run:
 
     @cached_property
     def words(self) -> frozenset[bytes]:
-        return frozenset(_IDENTIFIER.findall(self.text))
+        return frozenset(identifiers(self.text))
 
 
 def runs_of(statement: ast.stmt, lines: Sequence[bytes], prefilter: Prefilter,
@@ -67,7 +66,7 @@ def runs_of(statement: ast.stmt, lines: Sequence[bytes], prefilter: Prefilter,
             return False
         text = _between(lines, (start.lineno, start.col_offset),
                         (end.end_lineno, end.end_col_offset))
-        return not prefilter.matches(text) and quiet.isdisjoint(_IDENTIFIER.findall(text))
+        return not prefilter.matches(text) and quiet.isdisjoint(identifiers(text))
 
     found = []
     for group, after in _groups([(s, e, hidable((s, e, k))) for s, e, k in elements], value):
