@@ -198,8 +198,9 @@ def hidden_parts(data: bytes, tree: ast.Module, prefilter: Prefilter,
         statement = statements[index]
         found.append(Unit(first_line(statement.first), _last_line(statement.nodes),
                           statement.text, statement.first))
+    followed = reach.names()
     runs = [run for index in sorted(relevant) if len(statements[index].nodes) == 1
-            for run in runs_of(statements[index].first, lines, prefilter, triggers)]
+            for run in runs_of(statements[index].first, lines, prefilter, followed)]
     return found, runs
 
 
@@ -442,6 +443,10 @@ class _Reach:
                 return True
         return False
 
+    def names(self) -> set[bytes]:
+        """Every name a rule follows."""
+        return set().union(*self.bound)
+
     def within(self, other: _Reach) -> bool:
         """Every name this one follows, `other` follows alike."""
         pairs = zip([*self.bound, *self.loose], [*other.bound, *other.loose], strict=True)
@@ -470,7 +475,7 @@ def _relevant(statements: list[_Statement], prefilter: Prefilter) -> tuple[set[i
                 sites[index] = _sites(statements[index])
             for site in sites[index]:
                 _bind(site, reach, grown)
-        found = set().union(*grown.bound)
+        found = grown.names()
         more = {i for i in everything - relevant if not found.isdisjoint(statements[i].words)
                 and (not _is_unit(statements[i]) or grown.reads_statement(statements[i]))}
         if not more and grown.within(reach):
