@@ -392,3 +392,59 @@ def test_an_alias_of_import_module_is_still_followed():
                   "    return load('apex')\n")
     assert [f.code for f in whole.findings] == ["CUD201"]
     assert first_pass.findings == whole.findings
+
+
+FOLLOWED = '''\
+import torch
+from torch import cuda, nn
+from torch.cuda import synchronize as sync
+from .cuda import memory_stats
+
+SOLVERS = {"eig": torch.linalg.eig, "solve": torch.linalg.solve}
+HAS_GPU = torch.cuda.is_available()
+
+
+def build():
+    return nn.Linear(3, 4)
+
+
+def report():
+    return memory_stats()
+
+
+def pick(name):
+    return SOLVERS[name]
+
+
+def wait():
+    sync()
+
+
+def check():
+    assert HAS_GPU
+'''
+
+
+def test_only_names_a_rule_follows_make_a_function_worth_reading():
+    """`nn` is imported beside `cuda` but holds no CUDA; a relative import's names resolve
+    to nothing; `SOLVERS` holds `torch.linalg.eig`, but CUD602 follows no assignment. The
+    alias of `torch.cuda.synchronize` and the probe CUD112 follows into `check` still count."""
+    first_pass, whole = _checks(FOLLOWED)
+    assert first_pass.module is not None
+    code = first_pass.module.code
+    for unread in ("def build", "def report", "def pick"):
+        assert unread not in code
+    assert "def wait" in code and "def check" in code
+    assert _codes(whole) == [("CUD105", 23), ("CUD112", 27)]
+    assert first_pass.findings == whole.findings
+
+
+def test_a_rule_follows_names_through_assignments_unless_it_says_otherwise():
+    """Every rule that remembers assignments says so; the default is to follow them."""
+    from cudalint.rules.assignments import TracksAssignments
+    from cudalint.rules.base import Rule
+
+    assert Rule.follows_assignments
+    for rule in RULES:
+        if issubclass(rule, TracksAssignments):
+            assert rule.follows_assignments, rule.code

@@ -17,7 +17,7 @@ import ast
 import re
 import warnings
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -403,22 +403,30 @@ def _relevant(
     statements: list[_Statement], prefilter: Prefilter
 ) -> tuple[set[int], set[bytes]]:
     """The top-level statements naming something the rules look for, and the names they bind
-    (a statement using one of those names is relevant too)."""
+    where a rule follows them (a statement using one of those names is relevant too): an
+    import's aliases for every rule, assigned names for the rules that follow assignments
+    (`Follower`)."""
     everything = set(range(len(statements)))
     relevant = {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
+    followers = prefilter.followers()
     sites: dict[int, list[_Site]] = {}
-    triggers: set[bytes] = set()
+    triggers: list[set[bytes]] = [set() for _ in followers]
     while True:
-        bound: set[bytes] = set()
+        bound: list[set[bytes]] = [set() for _ in followers]
         for index in relevant:
             if index not in sites:
-                sites[index] = _sites(statements[index], prefilter)
-            bound.update(*(site.names for site in sites[index]
-                           if site.named or not triggers.isdisjoint(site.words)))
-        more = {i for i in everything - relevant if not bound.isdisjoint(statements[i].words)}
-        if bound <= triggers and not more:
-            return relevant, triggers
-        triggers |= bound
+                sites[index] = _sites(statements[index])
+            for site in sites[index]:
+                for follower, known, names in zip(followers, triggers, bound, strict=True):
+                    if (site.imported or follower.assigned) and (
+                            not known.isdisjoint(site.words) or site.named(follower.terms)):
+                        names |= site.names
+        found = set().union(*bound)
+        more = {i for i in everything - relevant if not found.isdisjoint(statements[i].words)}
+        if not more and all(names <= known for names, known in zip(bound, triggers, strict=True)):
+            return relevant, set().union(*triggers)
+        for known, names in zip(triggers, bound, strict=True):
+            known |= names
         relevant |= more
 
 
@@ -433,48 +441,85 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
 
 @dataclass(frozen=True)
 class _Site:
-    """A statement, or a compound statement's header, inside a top-level statement, and the
-    names it binds where their uses need not spell out what they hold (`_bound`)."""
+    """A statement, a compound statement's header, or an import's alias, inside a top-level
+    statement, and the names it binds where their uses need not spell out what they hold."""
 
     names: frozenset[bytes]
-    named: bool  # its lines name a term of a rule that follows names (`Prefilter.binds`)
-    words: frozenset[bytes]  # the identifiers of its lines
+    text: bytes  # its lines; an alias's own import (`from torch import cuda as tc`)
+    words: frozenset[bytes]  # the identifiers of its text
+    imported: bool  # an import's alias: what it binds is what its text names
+    # by the id of the terms asked about (a first pass's followers live as long as it)
+    _named: dict[int, bool] = field(default_factory=dict, compare=False, repr=False)
+
+    def named(self, terms: Prefilter) -> bool:
+        """Its text names a term of a rule that follows names (`Prefilter.binds`)."""
+        known = self._named.get(id(terms))
+        if known is None:
+            known = self._named[id(terms)] = terms.binds(self.text)
+        return known
 
 
-def _sites(statement: _Statement, prefilter: Prefilter) -> list[_Site]:
+def _site(names: set[bytes], text: bytes, imported: bool = False) -> _Site:
+    return _Site(frozenset(names), text, frozenset(_IDENTIFIER.findall(text)), imported)
+
+
+def _sites(statement: _Statement) -> list[_Site]:
     """Where a relevant top-level statement binds names: a name bound inside a compound
     statement (`if TYPE_CHECKING:` importing ten names) is a trigger only where the statement
-    binding it (an import, an assignment, a loop's header) names a term or a trigger."""
+    binding it (an import's alias, an assignment, a loop's header) names a term or a
+    trigger."""
     if len(statement.nodes) > 1 or not isinstance(statement.first, _COMPOUND):
-        names = _bound(statement.nodes)
-        return [_Site(frozenset(names), prefilter.binds(statement.text),
-                      frozenset(statement.words))] if names else []
+        found = [site for node in statement.nodes for site in _aliases(node)]
+        names = _stored([n for n in statement.nodes if not isinstance(n, _SKIPPABLE)])
+        return [*found, _site(names, statement.text)] if names else found
     lines = statement.text.splitlines(keepends=True)
     top = first_line(statement.first)
     found = []
-    for first, last, names in _binding_places(statement.first):
-        text = b"".join(lines[first - top : last - top + 1])
-        found.append(_Site(frozenset(names), prefilter.binds(text),
-                           frozenset(_IDENTIFIER.findall(text))))
+    for first, last, names, node in _binding_places(statement.first):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.extend(_aliases(node))
+        else:
+            found.append(_site(names, b"".join(lines[first - top : last - top + 1])))
     return found
+
+
+def _aliases(node: ast.stmt) -> list[_Site]:
+    """A site per alias an import binds, its text the import of that alias alone: what
+    `from torch import cuda, nn` binds to `nn` names no `cuda`. `import a.b` binds no alias
+    (its uses say `a.b` in full), nor does a relative import (cudalint.engine.context
+    resolves its names to nothing)."""
+    if isinstance(node, ast.Import):
+        return [_site({alias.asname.encode()},
+                      f"import {alias.name} as {alias.asname}".encode(), imported=True)
+                for alias in node.names if alias.asname]
+    if not isinstance(node, ast.ImportFrom) or node.level:
+        return []
+    return [_site({(alias.asname or alias.name).encode()},
+                  f"from {node.module} import {alias.name}"
+                  f"{f' as {alias.asname}' if alias.asname else ''}".encode(), imported=True)
+            for alias in node.names if alias.name != "*"]
 
 
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
              ast.TryStar, ast.Match)
 _BLOCK_FIELDS = frozenset(BLOCK_FIELDS)
+_IMPORTS = (ast.Import, ast.ImportFrom)
 
 
-def _binding_places(node: ast.stmt) -> list[tuple[int, int, set[bytes]]]:
-    """(first line, last line, names) of each statement or compound header in `node` that
-    binds names (as `_bound` counts them)."""
-    found = []
+def _binding_places(node: ast.stmt) -> list[tuple[int, int, set[bytes], ast.AST]]:
+    """(first line, last line, names, node) of each statement or compound header in `node`
+    that binds names (an import's aliases are `_aliases`)."""
+    found: list[tuple[int, int, set[bytes], ast.AST]] = []
     for inner in ast.walk(node):
         if not isinstance(inner, (ast.stmt, ast.excepthandler)) or isinstance(inner, _SKIPPABLE):
             continue
+        if isinstance(inner, _IMPORTS):
+            found.append((inner.lineno, inner.end_lineno or inner.lineno, set(), inner))
+            continue
         if not isinstance(inner, (*_COMPOUND, ast.excepthandler)):
-            names = _bound([inner])
+            names = _stored([inner])
             if names:
-                found.append((inner.lineno, inner.end_lineno or inner.lineno, names))
+                found.append((inner.lineno, inner.end_lineno or inner.lineno, names, inner))
             continue
         header = [value for name, value in ast.iter_fields(inner) if name not in _BLOCK_FIELDS]
         parts = [part for value in header
@@ -485,7 +530,7 @@ def _binding_places(node: ast.stmt) -> list[tuple[int, int, set[bytes]]]:
             names.add(inner.name.encode())
         if names:
             last = max([inner.lineno, *(getattr(p, "end_lineno", 0) or 0 for p in parts)])
-            found.append((inner.lineno, last, names))
+            found.append((inner.lineno, last, names, inner))
     return found
 
 
@@ -501,23 +546,4 @@ def _stored(parts: list[ast.AST]) -> set[bytes]:
             elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) \
                     and id(inner) not in local:
                 names.add(inner.id.encode())
-    return names
-
-
-def _bound(nodes: list[ast.stmt]) -> set[bytes]:
-    """Names a top-level statement binds where their uses need not spell out what they hold:
-    aliases (`import a.b as c`, `from a import b`) and assigned names. `import a.b` is left
-    out: its uses say `a.b` in full. So are the names of functions and classes: no rule
-    follows a call into the function it calls, or a class into its uses; and the targets of
-    comprehensions, which bind nothing outside them."""
-    names: set[bytes] = set()
-    for node in nodes:
-        if isinstance(node, _SKIPPABLE):
-            continue
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Import):
-                names.update(alias.asname.encode() for alias in inner.names if alias.asname)
-            elif isinstance(inner, ast.ImportFrom):
-                names.update((alias.asname or alias.name).encode() for alias in inner.names)
-        names |= _stored([node])
     return names

@@ -15,6 +15,7 @@ reports anything.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -123,6 +124,17 @@ class Terms:
     quiet: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class Follower:
+    """The terms of the rules that follow names alike from the statements naming them into
+    the functions that use those names (cudalint.engine.outline's triggers): through import
+    aliases alone (`ctx.qualname`), or also through top-level assignments (`assigned`:
+    cudalint.rules.assignments.TracksAssignments), `Rule.follows_assignments`."""
+
+    assigned: bool
+    terms: Prefilter
+
+
 # What a Prefilter looks for: its substrings, words, calls, patterns and conjunctions.
 TermsKey = tuple[tuple[bytes, ...], frozenset[bytes], frozenset[bytes], tuple[bytes, ...],
                  tuple[tuple[bytes, ...], ...], frozenset[bytes]]
@@ -139,6 +151,9 @@ class Prefilter:
     quiet: frozenset[bytes] = frozenset()
     # every call of the rules (`within` narrows `calls`): the one pattern `_called` compiles
     _all_calls: frozenset[bytes] = field(default=frozenset(), compare=False, repr=False)
+    # the rules' terms by how the rules follow names (`within` keeps them whole; `followers`
+    # narrows them); none: every rule follows every name a statement naming a term binds
+    _followers: tuple[Follower, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def for_rules(cls, rules: Iterable[type[Rule]], settings: Settings) -> Prefilter:
@@ -171,8 +186,41 @@ class Prefilter:
             together.update(dict.fromkeys(tuple(p.encode() for p in group)
                                           for group in terms.together))
         calls -= words
-        return cls(tuple(substrings), frozenset(words), frozenset(calls), tuple(patterns),
-                   tuple(together), frozenset(quiet - loud), frozenset(calls))
+        built = cls(tuple(substrings), frozenset(words), frozenset(calls), tuple(patterns),
+                    tuple(together), frozenset(quiet - loud), frozenset(calls))
+        kinds = {getattr(rule, "follows_assignments", True) for rule in rules}
+        if len(kinds) < 2:
+            return built.replace(_followers=(Follower(kinds != {False}, built),))
+        followers = tuple(Follower(kind, cls._build(
+            [r for r in rules if getattr(r, "follows_assignments", True) is kind], settings))
+            for kind in (True, False))
+        return built.replace(_followers=followers)
+
+    def replace(self, **changes: object) -> Prefilter:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def followers(self) -> list[Follower]:
+        """The rules' terms by how they follow names, each narrowed to this pre-filter's
+        terms (`within`); those that keep none are left out."""
+        if not self._followers:
+            return [Follower(True, self)]
+        found = []
+        for follower in self._followers:
+            narrowed = follower.terms.restricted(self)
+            if narrowed is not None:
+                found.append(Follower(follower.assigned, narrowed))
+        return found
+
+    def restricted(self, other: Prefilter) -> Prefilter | None:
+        """This pre-filter with only the terms `other` has too; None when none is left."""
+        substrings = tuple(k for k in self.substrings if k in other.substrings)
+        words, calls = self.words & other.words, self.calls & other.calls
+        patterns = tuple(p for p in self.patterns if p in other.patterns)
+        together = tuple(group for group in self.together if group in other.together)
+        if not substrings and not words and not calls and not patterns and not together:
+            return None
+        return Prefilter(substrings, words, calls, patterns, together,
+                         self.quiet & (words | calls), self._all_calls)
 
     def terms(self) -> TermsKey:
         """What it looks for (not how it remembers it)."""
@@ -189,7 +237,7 @@ class Prefilter:
         if not substrings and not words and not calls and not patterns and not together:
             return None
         return Prefilter(substrings, frozenset(words), frozenset(calls), patterns, together,
-                         self.quiet & (words | calls), self._all_calls)
+                         self.quiet & (words | calls), self._all_calls, self._followers)
 
     def matches(self, data: bytes) -> bool:
         """`data` names a term, wherever (a call's name counts anywhere)."""

@@ -153,7 +153,7 @@ class RememberingPrefilter(Prefilter):
 
     @classmethod
     def of(cls, prefilter: Prefilter) -> RememberingPrefilter:
-        return cls(*prefilter.terms(), prefilter._all_calls)
+        return cls(*prefilter.terms(), prefilter._all_calls, prefilter._followers)
 
     def same_terms(self, other: Prefilter) -> bool:
         return _terms(self) == _terms(other)

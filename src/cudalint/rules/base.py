@@ -70,6 +70,11 @@ class Rule:
     # True where prefilter() reads the settings (the target torch, the project's extensions):
     # the rule index then records no terms for it, and a run always imports it.
     settings_terms: ClassVar[bool] = False
+    # Whether the rule follows a name assigned at top level into the functions that use it
+    # (cudalint.rules.assignments.TracksAssignments; `DEVICE = "cuda"`, then `x.to(DEVICE)`).
+    # A rule that sets False follows names only through imports (`ctx.qualname`): the first
+    # pass then reads no function for naming what a top-level assignment binds on its terms.
+    follows_assignments: ClassVar[bool] = True
 
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:

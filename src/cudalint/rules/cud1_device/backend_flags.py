@@ -39,6 +39,7 @@ class CudaBackendFlag(PythonRule):
     """
 
     code = "CUD107"
+    follows_assignments = False
     name = "cuda-backend-flag"
     message = "CUDA backend flag"
     severity = Severity.INFO

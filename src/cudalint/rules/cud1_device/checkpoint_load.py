@@ -43,6 +43,7 @@ class LoadWithoutMapLocation(PythonRule):
     """
 
     code = "CUD111"
+    follows_assignments = False
     name = "load-without-map-location"
     message = "`torch.load` without `map_location` fails on a checkpoint saved on CUDA"
     severity = Severity.WARNING

@@ -46,6 +46,7 @@ class CudaMethodCall(PythonRule):
     """
 
     code = "CUD102"
+    follows_assignments = False
     name = "cuda-method-call"
     message = "`.cuda()` only works on an NVIDIA GPU"
     keywords = (".cuda(",)

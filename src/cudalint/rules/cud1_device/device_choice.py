@@ -161,6 +161,7 @@ class CudaOrCpuChoice(PythonRule):
     """
 
     code = "CUD103"
+    follows_assignments = False
     name = "cuda-or-cpu-choice"
     message = "Device choice between CUDA and CPU skips MPS"
     severity = Severity.WARNING

@@ -54,6 +54,7 @@ class CudaFeatureGate(PythonRule):
     """
 
     code = "CUD108"
+    follows_assignments = False
     name = "cuda-feature-gate"
     message = "Feature gated on a CUDA device is switched off on MPS"
     severity = Severity.WARNING

@@ -58,6 +58,7 @@ class IntegerDeviceOrdinal(PythonRule):
     """
 
     code = "CUD113"
+    follows_assignments = False
     name = "integer-device-ordinal"
     message = "Integer device ordinal means CUDA here, MPS on a Mac, and fails on a CPU"
     severity = Severity.INFO

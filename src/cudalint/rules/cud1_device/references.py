@@ -49,6 +49,8 @@ class ApiUseRule(PythonRule):
     """A rule about uses of the torch.cuda API table (CUD104-CUD107, CUD109, CUD110): each
     Name and Attribute is looked up once for all of them, and `check_use` gets the uses."""
 
+    follows_assignments = False  # a use names the API, or an import's alias of it
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if type(self.ctx.parent()) is not cst.Attribute:  # else a part of a longer reference
             self._dispatch(node)

@@ -90,6 +90,7 @@ class CudaOnlyLibraryUse(PythonRule):
     """
 
     code = "CUD202"
+    follows_assignments = False
     name = "cuda-only-library-use"
     site_severities = (Severity.WARNING,)
     message = "CUDA-only use of a portable library"

@@ -68,6 +68,7 @@ class CudaOnlyImport(PythonRule):
     """
 
     code = "CUD201"
+    follows_assignments = False
     name = "cuda-only-import"
     site_severities = (Severity.WARNING,)
     message = "import of a CUDA-only package"

@@ -75,6 +75,7 @@ class CudaLibraryLoad(PythonRule):
     """
 
     code = "CUD304"
+    follows_assignments = False
     name = "cuda-build"
     primary = False  # the CMake/ELF FileRules document CUD304; this is its Python part
     message = "loads an NVIDIA CUDA library"

@@ -51,6 +51,7 @@ class CudaExtensionImport(PythonRule):
     """
 
     code = "CUD305"
+    follows_assignments = False
     name = "cuda-extension-import"
     message = "import of the project's compiled CUDA extension"
     keywords = ("import",)

@@ -115,6 +115,7 @@ class InlineGpuKernel(PythonRule):
     """
 
     code = "CUD303"
+    follows_assignments = False
     name = "inline-gpu-kernel"
     message = "a GPU kernel compiled for CUDA"
 

@@ -218,6 +218,7 @@ class CudaEnvironmentAccess(PythonRule):
     """
 
     code = "CUD502"
+    follows_assignments = False
     name = "cuda-environment-variable"
     primary = False  # documented by the script rule
     message = "CUDA environment variable"

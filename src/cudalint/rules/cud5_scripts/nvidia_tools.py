@@ -147,6 +147,7 @@ class NvidiaToolSubprocess(PythonRule):
     """
 
     code = "CUD501"
+    follows_assignments = False
     name = "nvidia-tool-call"
     primary = False  # documented by the script rule
     message = "runs an NVIDIA command-line tool"

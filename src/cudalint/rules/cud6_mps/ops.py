@@ -60,6 +60,7 @@ class OpWithoutMpsKernel(PythonRule):
     """
 
     code = "CUD602"
+    follows_assignments = False
     name = "op-without-mps-kernel"
     site_severities = (Severity.WARNING,)
     message = "this call's ATen op has no MPS kernel"
