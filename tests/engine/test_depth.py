@@ -45,7 +45,30 @@ SOURCES = [
     "x = " + " + ".join(["1"] * 322) + "\n",
     *(_nested(blocks, minus) for blocks in (30, 45, 60) for minus in range(0, 90, 3)),
     "model = model.cuda()\n" * 50,
+    *(_nested(blocks, minus) for blocks in (30, 45, 60)
+      for minus in range(MAX_DEPTH - 2 * blocks - 8, MAX_DEPTH - 2 * blocks + 4)),
 ]
+
+# A statement of each kind that holds an expression `minus` levels deep (`{e}`), where the
+# statement's text is hardly longer than the expression's: a bare expression, a decorator, a
+# default value, an annotation, a keyword, a `case` pattern (`[[x]]`), an `except` clause...
+_HOLDERS = ("{e}", "@{e}\ndef f(): pass", "def f(a={e}): pass", "def f(a: {e}): pass",
+            "f(a={e})", "match x:\n case {p}: pass", "try: pass\nexcept {e}: pass",
+            "lambda: {e}", "with {e}: pass", "[a for a in {e}]", "del a[{e}]",
+            "class C({e}): pass", "x += {e}", "return {e}", "assert {e}, {e}",
+            "raise {e} from {e}")
+
+
+def _held(template: str, blocks: int, minus: int) -> str:
+    """`template` with its expression (`-` `minus` times) inside `blocks` nested `if`s."""
+    lines = [" " * level + "if a:" for level in range(blocks)]
+    body = template.format(e="-" * minus + "1", p="[" * minus + "x" + "]" * minus)
+    lines.extend(" " * blocks + line for line in body.splitlines())
+    return "\n".join(lines) + "\n"
+
+
+SOURCES += [_held(template, blocks, minus) for template in _HOLDERS for blocks in (0, 20, 50)
+            for minus in range(MAX_DEPTH - blocks - 10, MAX_DEPTH - blocks + 3)]
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda s: f"{len(s)}-chars")

@@ -14,17 +14,21 @@ it parses every relevant statement, and the rules visit LibCST nodes.
 from __future__ import annotations
 
 import ast
-import re
 import warnings
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from cudalint.engine.prefilter import BLOCK_FIELDS, Prefilter
+from cudalint.engine.prefilter import (
+    BLOCK_FIELDS,
+    HOLDING_NOTHING,
+    Prefilter,
+    identifiers,
+    statements_in,
+)
 from cudalint.engine.sparse import Unit, first_line, units_of
 
-_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _SKIPPABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -182,7 +186,7 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
     statements = []
     for node in tree.body:
         text = b"".join(lines[first_line(node) - 1 : _last_line([node])])
-        statements.append(_Statement(None, node, [node], text, set(_IDENTIFIER.findall(text))))
+        statements.append(_Statement(None, node, [node], text, identifiers(text)))
     relevant, triggers = _relevant(statements, prefilter)
     by_node = {id(unit.node): unit for unit in units or units_of(data, tree)}
     found: list[Unit] = []
@@ -194,7 +198,7 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
             found.append(unit)
             continue
         found.extend(m for m in unit.methods
-                     if not prefilter.matches_code(m.text, m.node, m.first)
+                     if not prefilter.matches_code(m.text, m.node, m.first, m.words)
                      and triggers.isdisjoint(m.words))
     for index in _idle_statements(statements, relevant):
         statement = statements[index]
@@ -259,7 +263,7 @@ def _header(statements: list[_Statement]) -> int:
 
 
 def _imports(node: ast.stmt) -> bool:
-    return any(isinstance(inner, (ast.Import, ast.ImportFrom)) for inner in ast.walk(node))
+    return any(isinstance(inner, (ast.Import, ast.ImportFrom)) for inner in statements_in(node))
 
 
 def _opens_module(node: ast.stmt, index: int) -> bool:
@@ -287,7 +291,7 @@ def _binds(node: ast.stmt, modules: set[str]) -> set[bytes]:
     `os.getcwd()`, a call on an imported name)."""
     names: set[str] = set()
     changed: set[str] = set()
-    for inner in ast.walk(node):
+    for inner in _nodes(node):
         if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
             names.add(inner.id)
         elif isinstance(inner, (ast.Attribute, ast.Subscript)) \
@@ -306,13 +310,29 @@ def _binds(node: ast.stmt, modules: set[str]) -> set[bytes]:
     return {name.encode() for name in names | (changed - modules)}
 
 
+def _nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node of the tree of `node`, each before those it holds (as `ast.walk`, in
+    another order, and without walking into contexts and operators)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if isinstance(value, list):
+                stack.extend(item for item in value
+                             if isinstance(item, ast.AST) and not isinstance(item, HOLDING_NOTHING))
+            elif isinstance(value, ast.AST) and not isinstance(value, HOLDING_NOTHING):
+                stack.append(value)
+
+
 def _imported(statements: list[_Statement]) -> set[str]:
     """The names the module's top-level code imports (`os` for `import os.path`)."""
     names: set[str] = set()
     for statement in statements:
         if isinstance(statement.first, _SKIPPABLE) or b"import" not in statement.text:
             continue
-        for inner in ast.walk(statement.first):
+        for inner in statements_in(statement.first):
             if isinstance(inner, ast.Import):
                 names.update(a.asname or a.name.split(".")[0] for a in inner.names)
             elif isinstance(inner, ast.ImportFrom):
@@ -333,8 +353,7 @@ def _statements(pairs: list[tuple[cst.CSTNode, list[ast.stmt]]], lines: list[byt
     statements = []
     for statement, group in pairs:
         text = b"".join(lines[first_line(group[0]) - 1 : _last_line(group)])
-        statements.append(_Statement(statement, group[0], group, text,
-                                     set(_IDENTIFIER.findall(text))))
+        statements.append(_Statement(statement, group[0], group, text, identifiers(text)))
     return statements
 
 
@@ -435,8 +454,8 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
     statement by its text."""
     if isinstance(statement.first, _SKIPPABLE) and len(statement.nodes) == 1:
         return prefilter.matches_code(statement.text, statement.first,
-                                      first_line(statement.first))
-    return prefilter.matches(statement.text)
+                                      first_line(statement.first), statement.words)
+    return prefilter.matches(statement.text, statement.words)
 
 
 @dataclass(frozen=True)
@@ -455,12 +474,12 @@ class _Site:
         """Its text names a term of a rule that follows names (`Prefilter.binds`)."""
         known = self._named.get(id(terms))
         if known is None:
-            known = self._named[id(terms)] = terms.binds(self.text)
+            known = self._named[id(terms)] = terms.binds(self.text, self.words)
         return known
 
 
 def _site(names: set[bytes], text: bytes, imported: bool = False) -> _Site:
-    return _Site(frozenset(names), text, frozenset(_IDENTIFIER.findall(text)), imported)
+    return _Site(frozenset(names), text, frozenset(identifiers(text)), imported)
 
 
 def _sites(statement: _Statement) -> list[_Site]:
@@ -510,7 +529,7 @@ def _binding_places(node: ast.stmt) -> list[tuple[int, int, set[bytes], ast.AST]
     """(first line, last line, names, node) of each statement or compound header in `node`
     that binds names (an import's aliases are `_aliases`)."""
     found: list[tuple[int, int, set[bytes], ast.AST]] = []
-    for inner in ast.walk(node):
+    for inner in statements_in(node):
         if not isinstance(inner, (ast.stmt, ast.excepthandler)) or isinstance(inner, _SKIPPABLE):
             continue
         if isinstance(inner, _IMPORTS):
@@ -540,9 +559,9 @@ def _stored(parts: list[ast.AST]) -> set[bytes]:
     names: set[bytes] = set()
     local: set[int] = set()
     for part in parts:
-        for inner in ast.walk(part):
+        for inner in _nodes(part):
             if isinstance(inner, ast.comprehension):
-                local.update(id(n) for n in ast.walk(inner.target))
+                local.update(id(n) for n in _nodes(inner.target))
             elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store) \
                     and id(inner) not in local:
                 names.add(inner.id.encode())

@@ -6,6 +6,7 @@ import ast
 import codecs
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import EditPlanner
 from cudalint.engine.outline import Outline, blanked, outline, parse_quietly, stand_ins
 from cudalint.engine.positions import StatementPositions, whole_module_positions
-from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.prefilter import HOLDING_NOTHING, Prefilter
 from cudalint.engine.report import NodeFix, Report
 from cudalint.engine.sparse import Hidden, Unit, blank, leaves, units_of
 from cudalint.engine.traversal import walk
@@ -103,30 +104,57 @@ def too_deep(tree: ast.AST, data: bytes) -> bool:
 
 def _deeper_than(tree: ast.AST, limit: int, data: bytes) -> bool:
     """Whether the tree is deeper than `limit`. Each level of an expression takes at least one
-    character of its text (`-x`, `a.b`, `f(x)`), so an expression too short to reach the limit
-    is not walked: most of a file's nodes are in such expressions."""
-    starts = [0]
-    for line in data.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    character of its text (`-x`, `a.b`, `f(x)`), and so does each level of a statement (a
+    block's header, an `except`), an argument or a pattern, but for a statement that is an
+    expression and nothing else (one more level): a node whose text is too short to reach
+    the limit is not walked, which leaves most of a file's nodes alone; nor is a context or
+    an operator (`Load`, `Add`), which holds nothing."""
+    starts = list(accumulate(map(len, data.splitlines(keepends=True)), initial=0))
     stack = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(node, ast.expr) and depth + _span(node, starts) + 3 <= limit:
-            continue
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        for name in node._fields:
+            value = getattr(node, name, None)
+            for child in value if isinstance(value, list) else (value,):
+                if not isinstance(child, ast.AST):
+                    continue
+                if depth >= limit:  # the child is deeper than the limit
+                    return True
+                if isinstance(child, HOLDING_NOTHING):
+                    continue
+                margin = _margin(type(child))
+                if margin is None or depth + 1 + _span(child, starts) + margin > limit:  # type: ignore[arg-type]
+                    stack.append((child, depth + 1))
     return False
 
 
-def _span(node: ast.expr, starts: list[int]) -> int:
-    """At least the number of characters of the expression's text."""
+# How many levels more than the characters of its text a node of each kind may hold below it
+# (`_deeper_than`); the kinds without a position (`arguments`, `withitem`) are walked.
+_MARGINS: dict[type[ast.AST], int] = {ast.expr: 3, ast.stmt: 4, ast.arg: 4, ast.keyword: 4,
+                                      ast.alias: 4, ast.excepthandler: 4, ast.pattern: 4}
+Positioned = ast.expr | ast.stmt | ast.arg | ast.keyword | ast.alias | ast.excepthandler \
+    | ast.pattern
+_KIND_MARGINS: dict[type[ast.AST], int | None] = {}
+
+
+def _margin(kind: type[ast.AST]) -> int | None:
+    if kind not in _KIND_MARGINS:
+        _KIND_MARGINS[kind] = next((margin for base, margin in _MARGINS.items()
+                                    if issubclass(kind, base)), None)
+    return _KIND_MARGINS[kind]
+
+
+def _span(node: Positioned, starts: list[int]) -> int:
+    """At least the number of characters of the node's text (a function's or class's from
+    its first decorator)."""
     end_line, end_column = node.end_lineno, node.end_col_offset
     if end_line is None or end_column is None or end_line > len(starts) - 1:
         return 1 << 30
-    if end_line == node.lineno:
-        return end_column - node.col_offset
-    return starts[end_line - 1] - starts[node.lineno - 1] + end_column
+    decorators = getattr(node, "decorator_list", None)
+    first: Positioned = decorators[0] if decorators else node
+    if end_line == first.lineno:
+        return end_column - first.col_offset
+    return starts[end_line - 1] - starts[first.lineno - 1] + end_column
 
 
 def lint_python(

@@ -21,9 +21,8 @@ from functools import cached_property
 
 import libcst as cst
 
-from cudalint.engine.prefilter import BLOCK_FIELDS
+from cudalint.engine.prefilter import BLOCK_FIELDS, identifiers
 
-_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # A line as `ast` counts them (a form feed ends none), with its ending.
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -49,7 +48,7 @@ class Unit:
 
     @cached_property
     def words(self) -> frozenset[bytes]:
-        return frozenset(_IDENTIFIER.findall(self.text))
+        return frozenset(identifiers(self.text))
 
 
 def units_of(data: bytes, tree: ast.Module) -> list[Unit]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -168,12 +169,13 @@ class RememberingPrefilter(Prefilter):
             self.narrowed[terms] = RememberingPrefilter.of(found)
         return self.narrowed[terms]
 
-    def matches_code(self, text: bytes, node: ast.stmt, first: int) -> bool:
+    def matches_code(self, text: bytes, node: ast.stmt, first: int,
+                     words: AbstractSet[bytes] | None = None) -> bool:
         known = self.answers.get(text)
         if known is None:
             if len(self.answers) > _REMEMBERED:  # texts of versions long gone
                 self.answers.clear()
-            known = self.answers[text] = super().matches_code(text, node, first)
+            known = self.answers[text] = super().matches_code(text, node, first, words)
         return known
 
 
