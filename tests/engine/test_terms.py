@@ -448,3 +448,92 @@ def test_a_rule_follows_names_through_assignments_unless_it_says_otherwise():
     for rule in RULES:
         if issubclass(rule, TracksAssignments):
             assert rule.follows_assignments, rule.code
+
+
+WHAT_ELSE = '''\
+import ctypes
+from ctypes import byref, c_int
+
+import numpy as np
+import torch
+import triton
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+from triton import Config
+
+LOADER_KWARGS = {"num_workers": 2, "pin_memory": True}
+
+
+def stats(values):
+    return np.mean(values), np.std(values)
+
+
+def count(lib):
+    n = c_int(0)
+    lib.count(byref(n))
+    return n.value
+
+
+def describe():
+    return sorted(LOADER_KWARGS)
+
+
+def configs():
+    return [Config({"BLOCK": 128}, num_warps=4)]
+
+
+def load(device):
+    return torch.from_numpy(np.random.rand(3)).to(device)
+
+
+def wrap(model, rank):
+    return DDP(model, device_ids=[rank])
+
+
+def driver():
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def loader(dataset):
+    return DataLoader(dataset, **LOADER_KWARGS)
+
+
+@triton.jit
+def kernel(x_ptr):
+    pass
+'''
+
+
+def test_a_followed_name_counts_only_beside_what_its_rule_needs_there():
+    """`np` without a move to a device (CUD601), what `from ctypes import byref` binds
+    without a loader (CUD304), a kwargs dict that no call unpacks (CUD603) and
+    `triton.Config` without a kernel's decorator (CUD303): none of those functions can
+    report. The alias of DDP and of a loader, and the dict unpacked, still count."""
+    first_pass, whole = _checks(WHAT_ELSE)
+    assert first_pass.module is not None
+    code = first_pass.module.code
+    for unread in ("def stats", "def count", "def describe", "def configs"):
+        assert unread not in code
+    assert _codes(whole) == [("CUD201", 6), ("CUD201", 9), ("CUD601", 33), ("CUD702", 37),
+                             ("CUD304", 41), ("CUD603", 11), ("CUD303", 48)]
+    assert first_pass.findings == whole.findings
+
+
+REACHING = {
+    "a move": "return X.to(device)",
+    "a spaced move": "return X . cuda (\n        )",
+    "a device keyword": "return torch.zeros(3, dtype=DTYPE, device = device)",
+    "a tensor made from one on the device": "return G.new_zeros(3, dtype=DTYPE)",
+    "an alias of the setter": "sdd(DTYPE)",
+}
+
+
+@pytest.mark.parametrize("body", REACHING.values(), ids=REACHING.keys())
+def test_a_float64_a_name_holds_reaches_a_device_any_way(body):
+    """The function names no float64, only a name that holds one, and what moves it."""
+    source = ("import torch\nfrom torch import set_default_dtype as sdd\n\n"
+              "X = torch.ones(3, dtype=torch.float64)\nDTYPE = torch.float64\n"
+              "G = torch.ones(1).cuda()\n\n\ndef f(device):\n    " + body + "\n")
+    first_pass, whole = _alone("CUD601", source)
+    assert [f.code for f in whole.findings] == ["CUD601"]
+    assert first_pass.findings == whole.findings

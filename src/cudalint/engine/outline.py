@@ -23,9 +23,11 @@ import libcst as cst
 from cudalint.engine.prefilter import (
     BLOCK_FIELDS,
     HOLDING_NOTHING,
+    Follower,
     Prefilter,
     identifiers,
     statements_in,
+    without_prose,
 )
 from cudalint.engine.sparse import Unit, first_line, units_of
 
@@ -151,14 +153,14 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
         return Outline(starts, frozenset(), nodes)
     lines = data.splitlines(keepends=True)
     statements = _statements(pairs, lines)
-    relevant, triggers = _relevant(statements, prefilter)
+    relevant, reach = _relevant(statements, prefilter)
     skip: set[int] = set()
     for index, statement in enumerate(statements):
         if index not in relevant:
             if isinstance(statement.first, _SKIPPABLE):
                 skip.add(id(statement.node))
         elif isinstance(statement.first, ast.ClassDef):
-            skip.update(_idle_methods(statement, lines, prefilter, triggers))
+            skip.update(_idle_methods(statement, lines, prefilter, reach))
     return Outline(starts, frozenset(skip), nodes)
 
 
@@ -187,7 +189,7 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
     for node in tree.body:
         text = b"".join(lines[first_line(node) - 1 : _last_line([node])])
         statements.append(_Statement(None, node, [node], text, identifiers(text)))
-    relevant, triggers = _relevant(statements, prefilter)
+    relevant, reach = _relevant(statements, prefilter)
     by_node = {id(unit.node): unit for unit in units or units_of(data, tree)}
     found: list[Unit] = []
     for index, statement in enumerate(statements):
@@ -199,7 +201,7 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
             continue
         found.extend(m for m in unit.methods
                      if not prefilter.matches_code(m.text, m.node, m.first, m.words)
-                     and triggers.isdisjoint(m.words))
+                     and not reach.reads(m.words, m.text, m.node, m.first))
     for index in _idle_statements(statements, relevant):
         statement = statements[index]
         found.append(Unit(first_line(statement.first), _last_line(statement.nodes),
@@ -374,7 +376,7 @@ def _paired(nodes: list[ast.stmt], body: Sequence[cst.CSTNode]
 
 
 def _idle_methods(
-    statement: _Statement, lines: list[bytes], prefilter: Prefilter, triggers: set[bytes]
+    statement: _Statement, lines: list[bytes], prefilter: Prefilter, reach: _Reach
 ) -> set[int]:
     """The methods of a class worth visiting that name nothing the rules look for."""
     block = getattr(statement.node, "body", None)
@@ -386,7 +388,7 @@ def _idle_methods(
     members = _statements(pairs, lines)
     return {id(m.node) for m in members
             if isinstance(m.first, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and not _names_a_term(m, prefilter) and triggers.isdisjoint(m.words)}
+            and not _names_a_term(m, prefilter) and not reach.reads_statement(m)}
 
 
 def parse_quietly(source: bytes | str, filename: str = "<unknown>") -> ast.Module:
@@ -418,35 +420,84 @@ def _leading_lines(statement: cst.CSTNode | None) -> int:
     return count
 
 
-def _relevant(
-    statements: list[_Statement], prefilter: Prefilter
-) -> tuple[set[int], set[bytes]]:
+class _Reach:
+    """The names the rules follow from the relevant top-level statements into the functions
+    that use them (triggers), per `Follower`: all of them (`bound`), and those a function
+    may report through with nothing more (`loose`; `Follower.loose`)."""
+
+    def __init__(self, followers: list[Follower]) -> None:
+        self.followers = followers
+        self.bound: list[set[bytes]] = [set() for _ in followers]
+        self.loose: list[set[bytes]] = [set() for _ in followers]
+
+    def reads(self, words: Collection[bytes], text: bytes, node: ast.stmt, first: int) -> bool:
+        """A function or class (`text` from line `first`, `node` as `ast` read it) naming
+        `words` names a name a rule follows, and what else that rule needs there."""
+        code = None
+        for follower, bound, loose in zip(self.followers, self.bound, self.loose, strict=True):
+            if bound.isdisjoint(words):
+                continue
+            if not loose.isdisjoint(words):
+                return True
+            if code is None:
+                code = without_prose(text, node, first)
+            if follower.reaches(code):
+                return True
+        return False
+
+    def within(self, other: _Reach) -> bool:
+        """Every name this one follows, `other` follows alike."""
+        pairs = zip([*self.bound, *self.loose], [*other.bound, *other.loose], strict=True)
+        return all(names <= known for names, known in pairs)
+
+    def reads_statement(self, statement: _Statement) -> bool:
+        return self.reads(statement.words, statement.text, statement.first,
+                          first_line(statement.first))
+
+
+def _relevant(statements: list[_Statement], prefilter: Prefilter) -> tuple[set[int], _Reach]:
     """The top-level statements naming something the rules look for, and the names they bind
-    where a rule follows them (a statement using one of those names is relevant too): an
+    where a rule follows them (a statement using one of those names is relevant too, a
+    function or class where it names what that rule needs besides: `Terms.follow`): an
     import's aliases for every rule, assigned names for the rules that follow assignments
     (`Follower`)."""
     everything = set(range(len(statements)))
     relevant = {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
     followers = prefilter.followers()
     sites: dict[int, list[_Site]] = {}
-    triggers: list[set[bytes]] = [set() for _ in followers]
+    reach = _Reach(followers)
     while True:
-        bound: list[set[bytes]] = [set() for _ in followers]
+        grown = _Reach(followers)
         for index in relevant:
             if index not in sites:
                 sites[index] = _sites(statements[index])
             for site in sites[index]:
-                for follower, known, names in zip(followers, triggers, bound, strict=True):
-                    if (site.imported or follower.assigned) and (
-                            not known.isdisjoint(site.words) or site.named(follower.terms)):
-                        names |= site.names
-        found = set().union(*bound)
-        more = {i for i in everything - relevant if not found.isdisjoint(statements[i].words)}
-        if not more and all(names <= known for names, known in zip(bound, triggers, strict=True)):
-            return relevant, set().union(*triggers)
-        for known, names in zip(triggers, bound, strict=True):
+                _bind(site, reach, grown)
+        found = set().union(*grown.bound)
+        more = {i for i in everything - relevant if not found.isdisjoint(statements[i].words)
+                and (not _is_unit(statements[i]) or grown.reads_statement(statements[i]))}
+        if not more and grown.within(reach):
+            return relevant, reach
+        for known, names in zip(reach.bound, grown.bound, strict=True):
+            known |= names
+        for known, names in zip(reach.loose, grown.loose, strict=True):
             known |= names
         relevant |= more
+
+
+def _bind(site: _Site, known: _Reach, grown: _Reach) -> None:
+    """Add what `site` binds to `grown` for each follower whose terms, or whose names
+    already `known`, it names."""
+    for k, follower in enumerate(known.followers):
+        if (site.imported or follower.assigned) and (
+                not known.bound[k].isdisjoint(site.words) or site.named(follower.terms)):
+            grown.bound[k] |= site.names
+            if follower.loose(site.text):
+                grown.loose[k] |= site.names
+
+
+def _is_unit(statement: _Statement) -> bool:
+    return isinstance(statement.first, _SKIPPABLE) and len(statement.nodes) == 1
 
 
 def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:

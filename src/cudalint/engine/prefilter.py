@@ -129,6 +129,11 @@ class Terms:
     # make none of the names that statement binds worth following (CUD201's package roots:
     # the import is the finding): what `from cutlass import Float32` binds is no trigger.
     quiet: frozenset[str] = frozenset()
+    # What a function naming none of these terms, only a name that a statement naming them
+    # binds, must also name for the rule to report there (patterns, one of which its code or
+    # that statement must match): CUD601 reports a float64 that reaches a device, which a
+    # function naming `np` and no device, no dtype, cannot make. None: nothing more.
+    follow: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,18 @@ class Follower:
     cudalint.rules.assignments.TracksAssignments), `Rule.follows_assignments`."""
 
     assigned: bool
+    follow: tuple[bytes, ...] | None  # `Terms.follow`
     terms: Prefilter
+
+    def loose(self, text: bytes) -> bool:
+        """A function naming what a statement of `text` binds may report with nothing more:
+        the rules follow anything, or that statement names what `follow` asks for (an alias of
+        `torch.set_default_dtype`)."""
+        return self.follow is None or self.reaches(text)
+
+    def reaches(self, code: bytes) -> bool:
+        """`code` names what `follow` asks for."""
+        return self.follow is not None and any(_regex(p).search(code) for p in self.follow)
 
 
 # What a Prefilter looks for: its substrings, words, calls, patterns and conjunctions.
@@ -175,6 +191,20 @@ class Prefilter:
 
     @classmethod
     def _build(cls, rules: Iterable[type[Rule]], settings: Settings) -> Prefilter:
+        terms = {rule: rule.prefilter(settings) for rule in rules}
+        built = cls._merged(terms.values())
+        groups: dict[tuple[bool, tuple[str, ...] | None], list[Terms]] = {}
+        for rule, found in terms.items():
+            key = (getattr(rule, "follows_assignments", True), found.follow)
+            groups.setdefault(key, []).append(found)
+        followers = tuple(
+            Follower(assigned, None if follow is None else tuple(p.encode() for p in follow),
+                     built if len(groups) == 1 else cls._merged(group))
+            for (assigned, follow), group in groups.items())
+        return built.replace(_followers=followers)
+
+    @classmethod
+    def _merged(cls, found: Iterable[Terms]) -> Prefilter:
         substrings: dict[bytes, None] = {}
         words: set[bytes] = set()
         calls: set[bytes] = set()
@@ -182,8 +212,7 @@ class Prefilter:
         together: dict[tuple[bytes, ...], None] = {}
         quiet: set[bytes] = set()
         loud: set[bytes] = set()
-        for rule in rules:
-            terms = rule.prefilter(settings)
+        for terms in found:
             quiet.update(name.encode() for name in terms.quiet)
             loud.update(name.encode() for name in (terms.words | terms.calls) - terms.quiet)
             substrings.update(dict.fromkeys(k.encode() for k in terms.keywords))
@@ -193,15 +222,8 @@ class Prefilter:
             together.update(dict.fromkeys(tuple(p.encode() for p in group)
                                           for group in terms.together))
         calls -= words
-        built = cls(tuple(substrings), frozenset(words), frozenset(calls), tuple(patterns),
-                    tuple(together), frozenset(quiet - loud), frozenset(calls))
-        kinds = {getattr(rule, "follows_assignments", True) for rule in rules}
-        if len(kinds) < 2:
-            return built.replace(_followers=(Follower(kinds != {False}, built),))
-        followers = tuple(Follower(kind, cls._build(
-            [r for r in rules if getattr(r, "follows_assignments", True) is kind], settings))
-            for kind in (True, False))
-        return built.replace(_followers=followers)
+        return cls(tuple(substrings), frozenset(words), frozenset(calls), tuple(patterns),
+                   tuple(together), frozenset(quiet - loud), frozenset(calls))
 
     def replace(self, **changes: object) -> Prefilter:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
@@ -210,12 +232,12 @@ class Prefilter:
         """The rules' terms by how they follow names, each narrowed to this pre-filter's
         terms (`within`); those that keep none are left out."""
         if not self._followers:
-            return [Follower(True, self)]
+            return [Follower(True, None, self)]
         found = []
         for follower in self._followers:
             narrowed = follower.terms.restricted(self)
             if narrowed is not None:
-                found.append(Follower(follower.assigned, narrowed))
+                found.append(Follower(follower.assigned, follower.follow, narrowed))
         return found
 
     def restricted(self, other: Prefilter) -> Prefilter | None:

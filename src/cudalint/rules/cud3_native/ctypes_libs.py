@@ -8,12 +8,17 @@ from __future__ import annotations
 import fnmatch
 import re
 from functools import cache
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.prefilter import Terms, word
 from cudalint.rules import tables
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import arguments
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import Settings
 
 # libcudart.so.12 / cudart64_12.dll / libcublasLt.so / libcudnn_ops_infer.so.8 -> the stem
 _LIBRARY_FILE = re.compile(
@@ -99,6 +104,14 @@ class CudaLibraryLoad(PythonRule):
         Invalid("import ctypes\ndriver = ctypes.CDLL('libcuda.so.1')\n"),
         Invalid("import ctypes\nlib = ctypes.CDLL('libcudnn_ops_infer.so.8')\n"),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        """Each finding is at a call of a loader: a function naming only what `from ctypes
+        import byref` binds calls none (an alias of a loader names it in its import)."""
+        loaders, _ = _table()
+        leaves = sorted({loader.rpartition(".")[2] for loader in loaders})
+        return Terms(cls.keywords, follow=tuple(word(leaf) for leaf in leaves))
 
     def visit_Call(self, node: cst.Call) -> None:
         loaders, _ = _table()

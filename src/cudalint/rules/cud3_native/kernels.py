@@ -56,8 +56,8 @@ def _any_kernel() -> re.Pattern[str]:
 def _terms() -> Terms:
     """Per kernel API `root.….leaf`, its root and its leaf in one text (`triton` and `jit`:
     not `torch.jit`), and the imports that bind a name for one of its modules
-    (`import triton as tr`, `from numba import cuda`: the functions naming that name are
-    read); torch's own entries by their own names (`triton_op`, `jiterator`)."""
+    (`import triton as tr`, `from numba import cuda`: the functions naming that name and a
+    leaf are read); torch's own entries by their own names (`triton_op`, `jiterator`)."""
     words: set[str] = set()
     leaves: dict[str, set[str]] = {}
     modules: set[tuple[str, ...]] = set()
@@ -74,7 +74,11 @@ def _terms() -> Terms:
     dotted = [rf"{GAP}\.{GAP}".join(word(part) for part in module) for module in sorted(modules)]
     patterns = (*(rf"{module}{GAP}as\b" for module in dotted),
                 *(rf"{word('from')}{GAP}{module}{GAP}import\b" for module in dotted))
-    return Terms(words=frozenset(words), patterns=patterns, together=together)
+    # A kernel is reached through its leaf, or an alias whose import names it: a function
+    # naming only what `from triton import Config` binds compiles none.
+    follow = tuple(word(leaf) for leaf in sorted(words | {leaf for named in leaves.values()
+                                                         for leaf in named}))
+    return Terms(words=frozenset(words), patterns=patterns, together=together, follow=follow)
 
 
 class InlineGpuKernel(PythonRule):

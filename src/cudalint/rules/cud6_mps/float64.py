@@ -28,6 +28,20 @@ _FROM_NUMPY = (
 )
 
 
+# What a function names where a float64 reaches a device (cudalint.rules.cud6_mps.placement):
+# a move (`.to(device)`, `.cuda()`, `.type(T)`), a `device=` keyword, a tensor made from one
+# on a device (`t.new_zeros(3, dtype=DTYPE)`), or the default dtype's setter (an alias of it
+# names it in its import). A float64 a name holds, or a device tensor, reaches no device in a
+# function naming none of them: one naming `np` and no move reports nothing.
+_REACHING = (
+    rf"\.{GAP}(?:to|cuda|type){GAP}\(",
+    rf"{word('device')}{GAP}=",
+    rf"new_[A-Za-z0-9_]+{GAP}\(",
+    word("set_default_dtype"),
+    word("set_default_tensor_type"),
+)
+
+
 def _as_value(name: str) -> tuple[tuple[str, ...], ...]:
     """A builtin as a value: assigned (`DTYPE = float`, `dtype = float`), or a positional
     argument where the text calls a method or function that reads one (`.to(d, float)`,
@@ -105,6 +119,7 @@ class Float64OnDevice(TracksAssignments):
                              "astype"}),
             patterns=(rf"{word('numpy')}(?<!\.numpy)", rf"{word('set_default_dtype')}{GAP}as\b"),
             together=(*_as_value("float"), *_as_value("complex")),
+            follow=_REACHING,
         )
     VALID = (
         "import torch\nx = torch.zeros(3, dtype=torch.float64)\n",

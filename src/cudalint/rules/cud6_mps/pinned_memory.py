@@ -6,7 +6,8 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
-from cudalint.engine.context import PythonContext
+from cudalint.engine.context import PythonContext, Settings
+from cudalint.engine.prefilter import Terms
 from cudalint.finding import Severity
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
@@ -98,6 +99,12 @@ class PinnedMemory(TracksAssignments):
         Invalid("x = batch.pin_memory()\n"),
         Invalid("import torch\nbuf = torch.empty(1024, pin_memory=True)\n"),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        """A finding names `pin_memory`, or is an entry of a kwargs dict that a call in the
+        function naming it unpacks (`**loader_kwargs`)."""
+        return Terms(cls.keywords, follow=(r"\*\*",))
 
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)

@@ -8,7 +8,7 @@ import libcst as cst
 
 from cudalint.engine import guards
 from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Terms
+from cudalint.engine.prefilter import Terms, word
 from cudalint.finding import Severity
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
@@ -134,8 +134,10 @@ class CudaDataParallel(TracksAssignments):
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
         """Every finding is at a call of the wrappers (or of an alias its import names), so
-        `isinstance(model, nn.DataParallel)` or a class body alone names nothing."""
-        return Terms(calls=frozenset({"DataParallel", "DistributedDataParallel", "data_parallel"}))
+        `isinstance(model, nn.DataParallel)` or a class body alone names nothing; a function
+        naming what a statement naming them binds (`ddp_kwargs`) and no wrapper calls none."""
+        wrappers = frozenset({"DataParallel", "DistributedDataParallel", "data_parallel"})
+        return Terms(calls=wrappers, follow=tuple(word(name) for name in sorted(wrappers)))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
