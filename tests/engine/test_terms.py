@@ -561,27 +561,3 @@ def test_a_function_naming_ctypes_without_a_loader_is_not_read():
     assert first_pass.module is not None and "def size" not in first_pass.module.code
     assert _codes(whole) == [("CUD304", 9)]
     assert first_pass.findings == whole.findings
-
-
-CHOICES = {
-    "an f-string": "import torch\n\n\ndef pick(rank):\n"
-                   "    return f'cuda:{rank}' if torch.cuda.is_available() else 'cpu'\n",
-    "a device with an index": "import torch\n\n\ndef pick(r, use_cuda):\n"
-                              "    return torch.device(\"cuda\", r) if use_cuda else "
-                              "torch.device('cpu')\n",
-    "an escape": "def pick(use_cuda):\n    return '\\x63uda' if use_cuda else 'cpu'\n",
-}
-
-
-@pytest.mark.parametrize("source", CHOICES.values(), ids=CHOICES.keys())
-def test_a_cuda_or_cpu_choice_spelled_any_way_is_found(source):
-    first_pass, whole = _alone("CUD103", source)
-    assert [f.code for f in whole.findings] == ["CUD103"]
-    assert first_pass.findings == whole.findings
-
-
-def test_a_probe_without_a_cuda_string_chooses_nothing():
-    source = ("import torch\n\n\ndef pick():\n"
-              "    return 'xpu' if torch.xpu.is_available() else 'cpu'\n\n\n"
-              "def on_gpu(x):\n    return x.is_cuda\n")
-    assert _rule_prefilter("CUD103").within(source.encode()) is None

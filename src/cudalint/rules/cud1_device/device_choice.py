@@ -9,11 +9,12 @@ import libcst as cst
 
 from cudalint.engine import traversal
 from cudalint.engine.guards import (
+    PROBE_TERMS,
     is_cuda_absence,
     is_cuda_probe,
     names_cuda_flag,
 )
-from cudalint.engine.prefilter import LETTER_ESCAPE, Terms, may_spell
+from cudalint.engine.prefilter import may_spell
 from cudalint.engine.traversal import find_all
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
@@ -28,7 +29,7 @@ from cudalint.rules.cud1_device.device_strings import (
 from cudalint.rules.cud1_device.prose import in_prose
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext, Settings
+    from cudalint.engine.context import PythonContext
 
 T = TypeVar("T")
 _MPS_PROBES = frozenset({"torch.backends.mps.is_available", "torch.backends.mps.is_built"})
@@ -164,15 +165,8 @@ class CudaOrCpuChoice(PythonRule):
     name = "cuda-or-cpu-choice"
     message = "Device choice between CUDA and CPU skips MPS"
     severity = Severity.WARNING
-
-    @classmethod
-    def prefilter(cls, settings: Settings) -> Terms:
-        """A choice's CUDA branch is a string literal (`"cuda"`, `f"cuda:{r}"`, in
-        `torch.device(...)`) whose value starts with `cuda`: its text has `cuda` right after
-        the quote, or an escape that spells it (`"\\x63uda"`). A probe alone
-        (`torch.xpu.is_available()`, `x.is_cuda`) chooses nothing."""
-        return Terms(patterns=(r"['\"]cuda", LETTER_ESCAPE.pattern))
-
+    keywords = ("is_available", *PROBE_TERMS)
+    words = frozenset({"cuda"})
     VALID = (
         "device = 'mps' if torch.backends.mps.is_available() else 'cpu'\n",
         "device = ('cuda' if torch.cuda.is_available() else\n"
