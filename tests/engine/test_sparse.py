@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import libcst as cst
 import pytest
 
 from cudalint.engine.context import Settings
@@ -62,9 +63,11 @@ def test_blanking_keeps_every_other_line_where_it_was(newline: str) -> None:
     sparse = blank(data, [units[0], units[1].methods[0]])
     lines, before = sparse.splitlines(keepends=True), data.splitlines(keepends=True)
     assert len(lines) == len(before)
-    assert lines[4:7] == [newline.encode()] * 3  # the function, its decorator included
-    assert lines[12] == b"\tpass" + newline.encode()  # the method keeps its class valid
-    assert lines[13:15] == [newline.encode()] * 2
+    end = newline.encode()
+    # One bytes literal over the function's lines, its decorator included ...
+    assert lines[4:7] == [b'b"""' + end, end, b'"""' + end]
+    # ... and over the method's, at its indentation: its class stays valid
+    assert lines[12:15] == [b'\tb"""' + end, end, b'"""' + end]
     kept = [i for i in range(len(lines)) if not 4 <= i <= 6 and not 12 <= i <= 14]
     assert [lines[i] for i in kept] == [before[i] for i in kept]
     ast.parse(sparse)
@@ -247,3 +250,78 @@ def test_an_expression_is_cut_from_the_text_as_ast_cuts_it(text: str) -> None:
     expressions = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.expr)]
     assert expressions
     assert all(source_segment(lines, n) == ast.get_source_segment(text, n) for n in expressions)
+
+
+TRAINER = """\
+import torch
+
+
+@functools.lru_cache
+def scaled(a,
+           b):
+    return a * b
+
+
+class Trainer:
+\tdef log(self, message):
+\t\tprint(message)
+
+\tdef step(self, batch):
+\t\treturn batch.cuda()
+"""
+STAND_INS = {
+    "decorators and tabs": TRAINER.encode(),
+    "windows line endings": TRAINER.replace("\n", "\r\n").encode(),
+    "old Mac line endings": TRAINER.replace("\n", "\r").encode(),
+    "no line ending at the end": (TRAINER + "\n\ndef last():\n    return 2").encode(),
+    "form feeds": TRAINER.replace("\n\n\nclass", "\n\x0c\nclass")
+                         .replace("@functools", "\x0c@functools").encode(),
+    "latin-1, declared": ("# -*- coding: latin-1 -*-\n" + TRAINER)
+    .replace("print(message)", "print('été', message)").encode("latin-1"),
+    "a hidden function first": b"def scale(a):\n    return a * 2\n\n\n"
+                               b"def run(x):\n    return x.cuda()\n",
+    "a one-line hidden function first": b"def scale(a): return a * 2\n"
+                                        b"def run(x):\n    return x.cuda()\n",
+    "a hidden function before the last import": b"import os\n\ndef home():\n"
+                                                b"    return os.getcwd()\n\nimport torch\n\n\n"
+                                                b"def run(x):\n    return x.cuda()\n",
+    "a hidden function right after the imports": b"import os\nimport torch\ndef home():\n"
+                                                 b"    return os.getcwd()\nx = y.cuda()\n",
+    "a class whose methods are all hidden": b"import torch\n\n\nclass Net(torch.nn.Module):\n"
+                                            b"    def size(self):\n        return 1\n\n"
+                                            b"    def name(self):\n        return 'net'\n"
+                                            b"    weights = torch.zeros(2).cuda()\n",
+}
+
+
+@pytest.mark.parametrize("data", STAND_INS.values(), ids=STAND_INS.keys())
+def test_a_hidden_unit_stands_in_as_one_bytes_literal_and_the_result_is_the_same(
+        data: bytes) -> None:
+    """Findings, positions and fix edits (the replacement, and the import placed after the
+    module's head, which a stand-in ends as its unit does) are a whole read's."""
+    sparse = lint_python(data, Path("train.py"), RULES, SETTINGS, prefilter=PREFILTER,
+                         want_edits=True)
+    whole = lint_python(data, Path("train.py"), RULES, SETTINGS, prefilter=PREFILTER,
+                        want_edits=True, sparse=False)
+    assert sparse.module is not None and 'b""' in sparse.module.code
+    assert [line for line in sparse.module.code.splitlines() if "return" in line] \
+        == [line for line in data.decode(sparse.module.encoding).splitlines()
+            if "return" in line and "cuda" in line]
+    assert [f.code for f in sparse.findings] == ["CUD102"]
+    fix = sparse.findings[0].fix
+    assert fix is not None and any("import" in edit.content for edit in fix.edits)
+    assert sparse.findings == whole.findings
+
+
+def test_a_stand_in_is_no_docstring_of_its_module_or_class() -> None:
+    source = b"def scale(a):\n    return a * 2\n\n\nclass Net:\n    def size(self):\n" \
+             b"        return 1\n\n    def name(self): return 'net'\n"
+    units = units_of(source, ast.parse(source))
+    blanked = blank(source, [units[0], *units[1].methods])
+    assert blanked.splitlines() == [b'b"""', b'"""', b"", b"", b"class Net:", b'    b"""',
+                                    b'"""', b"", b'    b""']
+    module, tree = cst.parse_module(blanked), ast.parse(blanked)
+    net = module.body[1]
+    assert isinstance(net, cst.ClassDef) and isinstance(tree.body[1], ast.ClassDef)
+    assert module.get_docstring() is None and net.get_docstring() is None
+    assert ast.get_docstring(tree) is None and ast.get_docstring(tree.body[1]) is None

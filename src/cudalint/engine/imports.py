@@ -162,12 +162,17 @@ def _is_header(statement: cst.BaseStatement, index: int) -> bool:
         return _is_future(node)
     if index == 0 and isinstance(node, cst.Expr) and isinstance(
             node.value, (cst.SimpleString, cst.ConcatenatedString)):
-        return True
+        return not _is_bytes(node.value)  # no docstring (nor a hidden unit's stand-in)
     if isinstance(node, (cst.Assign, cst.AnnAssign)):
         targets = node.targets if isinstance(node, cst.Assign) else [node]
         return all(isinstance(t.target, cst.Name) and _DUNDER.match(t.target.value)
                    for t in targets)
     return False
+
+
+def _is_bytes(string: cst.SimpleString | cst.ConcatenatedString) -> bool:
+    first = string.left if isinstance(string, cst.ConcatenatedString) else string
+    return isinstance(first, cst.SimpleString) and "b" in first.prefix.lower()
 
 
 _DUNDER = re.compile(r"^__\w+__$")

@@ -144,14 +144,15 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
     tree = tree or _parse(data)
     if tree is None:
         return None
-    lines = data.splitlines(keepends=True)
-    statements = _statements(tree.body, module.body, lines)
-    if statements is None:
+    pairs = _paired(tree.body, module.body)
+    if pairs is None:
         return None
-    starts = tuple(first_line(s.first) - _leading_lines(s.node) for s in statements)
-    nodes = tuple(s.first for s in statements)
+    starts = tuple(first_line(group[0]) - _leading_lines(node) for node, group in pairs)
+    nodes = tuple(group[0] for _, group in pairs)
     if prefilter is None:
         return Outline(starts, frozenset(), nodes)
+    lines = data.splitlines(keepends=True)
+    statements = _statements(pairs, lines)
     relevant, reach = _relevant(statements, prefilter)
     skip: set[int] = set()
     for index, statement in enumerate(statements):
@@ -161,6 +162,21 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
         elif isinstance(statement.first, ast.ClassDef):
             skip.update(_idle_methods(statement, lines, prefilter, reach))
     return Outline(starts, frozenset(skip), nodes)
+
+
+def stand_ins(module: cst.Module, first_pass: Outline, hidden: Collection[int]) -> set[int]:
+    """The ids of the LibCST statements that stand in for the hidden units (their `ast` nodes'
+    ids in `hidden`; cudalint.engine.sparse.blank): top-level ones, and methods."""
+    found: set[int] = set()
+    for statement, node in zip(module.body, first_pass.nodes, strict=True):
+        if id(node) in hidden:
+            found.add(id(statement))
+            continue
+        block = getattr(statement, "body", None)
+        if isinstance(node, ast.ClassDef) and isinstance(block, cst.IndentedBlock):
+            pairs = _paired(node.body, block.body) or []
+            found.update(id(member) for member, group in pairs if id(group[0]) in hidden)
+    return found
 
 
 def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
@@ -333,13 +349,9 @@ def _base(node: ast.expr) -> list[str]:
     return [node.id] if isinstance(node, ast.Name) else []
 
 
-def _statements(
-    nodes: list[ast.stmt], body: Sequence[cst.CSTNode], lines: list[bytes]
-) -> list[_Statement] | None:
-    """The ast statements of each LibCST statement, with their text."""
-    pairs = _paired(nodes, body)
-    if pairs is None:
-        return None
+def _statements(pairs: list[tuple[cst.CSTNode, list[ast.stmt]]], lines: list[bytes]
+                ) -> list[_Statement]:
+    """The ast statements of each LibCST statement (`_paired`), with their text."""
     statements = []
     for statement, group in pairs:
         text = b"".join(lines[first_line(group[0]) - 1 : _last_line(group)])
@@ -370,9 +382,10 @@ def _idle_methods(
     block = getattr(statement.node, "body", None)
     if not isinstance(block, cst.IndentedBlock) or not isinstance(statement.first, ast.ClassDef):
         return set()
-    members = _statements(statement.first.body, block.body, lines)
-    if members is None:
+    pairs = _paired(statement.first.body, block.body)
+    if pairs is None:
         return set()
+    members = _statements(pairs, lines)
     return {id(m.node) for m in members
             if isinstance(m.first, (ast.FunctionDef, ast.AsyncFunctionDef))
             and not _names_a_term(m, prefilter) and not reach.reads_statement(m)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import codecs
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +16,7 @@ from libcst.metadata import CodeRange
 from cudalint.engine import noqa, trusted_parse
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import EditPlanner
-from cudalint.engine.outline import Outline, blanked, outline, parse_quietly
+from cudalint.engine.outline import Outline, blanked, outline, parse_quietly, stand_ins
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import HOLDING_NOTHING, Prefilter
 from cudalint.engine.report import NodeFix, Report
@@ -239,13 +239,16 @@ def _checked(units: list[Unit], hidden: list[Unit],
 
 def _outline(source: bytes, parsed: cst.Module, tree: ast.Module, prefilter: Prefilter | None,
              hidden: list[Unit]) -> Outline | None:
-    """Where each statement LibCST read starts; with the whole file read, which functions the
-    traversal skips."""
+    """Where each statement LibCST read starts, and which statements the traversal skips:
+    with the whole file read, the functions that name nothing the rules look for; else the
+    statements that stand in for the hidden units."""
     if not hidden:
         return outline(source, parsed, prefilter, tree)
-    gone = {id(unit.node) for unit in hidden if unit.top_level}
-    kept = ast.Module(body=[n for n in tree.body if id(n) not in gone], type_ignores=[])
-    return outline(source, parsed, None, kept)
+    first_pass = outline(source, parsed, None, tree)
+    if first_pass is None:
+        return None
+    skip = stand_ins(parsed, first_pass, {id(unit.node) for unit in hidden})
+    return replace(first_pass, skip=frozenset(skip))
 
 
 def _positioned(

@@ -4,8 +4,8 @@ LibCST's parse costs about ten times CPython's, and most functions of a large fi
 the rules look for. The first pass (cudalint.engine.outline) finds those units: top-level
 functions and classes, methods of top-level classes, and the other top-level statements outside
 every flow a rule follows (a table of data after the imports). They are blanked before LibCST reads
-the file: every line of a unit is emptied (a method keeps a `pass`, so its class stays valid),
-which keeps every other line, and so every position, where it was. What whole-module questions
+the file: each unit becomes one bytes literal over its lines (`blank`), which keeps every other
+line, and so every position, where it was. What whole-module questions
 still need to know about the blanked units (their names, the words they use, the names they
 assign) comes from `ast`, in `Hidden`.
 """
@@ -85,16 +85,24 @@ def first_line(node: ast.stmt) -> int:
 
 
 def blank(data: bytes, units: Iterable[Unit]) -> bytes:
-    """`data` with the units' lines emptied; a method's first line becomes `pass` at its
-    indentation. Every line ending, and so every other line's number, is kept."""
+    """`data` with each unit folded into one statement on its lines, at its indentation: a
+    triple-quoted bytes literal that opens on its first line and closes at the start of its
+    last, the lines between emptied; `b""` for a one-line unit. LibCST makes an `EmptyLine`
+    node (with its whitespace and newline nodes) of every empty line, and a single node of a
+    string. A bytes literal is no docstring, so the statement stands in the unit's place as
+    the unit would (a method in its class, a function among the imports). Every line ending,
+    and so every other line's number and text, is kept."""
     lines = data.splitlines(keepends=True)
     for unit in units:
-        for index in range(unit.first - 1, unit.last):
+        head = lines[unit.first - 1]
+        indent = head[: len(head) - len(head.lstrip(b" \t\f"))]
+        if unit.last == unit.first:
+            lines[unit.first - 1] = indent + b'b""' + _ending(head)
+            continue
+        lines[unit.first - 1] = indent + b'b"""' + _ending(head)
+        for index in range(unit.first, unit.last - 1):
             lines[index] = _ending(lines[index])
-        if not unit.top_level:
-            original = unit.text.splitlines(keepends=True)[0]
-            indent = original[: len(original) - len(original.lstrip(b" \t"))]
-            lines[unit.first - 1] = indent + b"pass" + _ending(original)
+        lines[unit.last - 1] = b'"""' + _ending(lines[unit.last - 1])
     return b"".join(lines)
 
 
