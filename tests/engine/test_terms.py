@@ -537,3 +537,27 @@ def test_a_float64_a_name_holds_reaches_a_device_any_way(body):
     first_pass, whole = _alone("CUD601", source)
     assert [f.code for f in whole.findings] == ["CUD601"]
     assert first_pass.findings == whole.findings
+
+
+LOADS_OF_LIBRARIES = {
+    "spaced": "import ctypes\n\n\ndef f():\n    return ctypes.cdll . LoadLibrary(\n"
+              "        'libcublas.so')\n",
+    "an alias of the loader": "from ctypes import CDLL as Load\n\n\ndef f():\n"
+                              "    return Load('libcudart.so.12')\n",
+    "an alias of the module": "import ctypes.util as cu\n\n\ndef f():\n"
+                              "    return cu.find_library('cudart')\n",
+}
+
+
+@pytest.mark.parametrize("source", LOADS_OF_LIBRARIES.values(), ids=LOADS_OF_LIBRARIES.keys())
+def test_a_library_load_spelled_any_way_is_found(source):
+    _found_alike(source, "CUD304")
+
+
+def test_a_function_naming_ctypes_without_a_loader_is_not_read():
+    source = ("import ctypes\n\n\ndef size(n):\n    return ctypes.sizeof(ctypes.c_int) * n\n\n\n"
+              "def load():\n    return ctypes.CDLL('libcudart.so')\n")
+    first_pass, whole = _checks(source)
+    assert first_pass.module is not None and "def size" not in first_pass.module.code
+    assert _codes(whole) == [("CUD304", 9)]
+    assert first_pass.findings == whole.findings

@@ -84,7 +84,6 @@ class CudaLibraryLoad(PythonRule):
     name = "cuda-build"
     primary = False  # the CMake/ELF FileRules document CUD304; this is its Python part
     message = "loads an NVIDIA CUDA library"
-    keywords = ("ctypes", "load_library", "CDLL")
     VALID = (
         "import ctypes\nlibc = ctypes.CDLL('libc.so.6')\n",
         "import ctypes.util\npath = ctypes.util.find_library('m')\n",
@@ -107,11 +106,12 @@ class CudaLibraryLoad(PythonRule):
 
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
-        """Each finding is at a call of a loader: a function naming only what `from ctypes
-        import byref` binds calls none (an alias of a loader names it in its import)."""
+        """Each finding is at a call of a loader, which names the loader's last part (`CDLL`,
+        `LoadLibrary`), or its alias, whose import names it: a function naming `ctypes` or
+        only what `from ctypes import byref` binds calls none."""
         loaders, _ = _table()
         leaves = sorted({loader.rpartition(".")[2] for loader in loaders})
-        return Terms(cls.keywords, follow=tuple(word(leaf) for leaf in leaves))
+        return Terms(words=frozenset(leaves), follow=tuple(word(leaf) for leaf in leaves))
 
     def visit_Call(self, node: cst.Call) -> None:
         loaders, _ = _table()
