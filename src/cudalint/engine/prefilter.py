@@ -395,7 +395,8 @@ def _remember(rules: tuple[type[Rule], ...], settings: Settings, built: Prefilte
 
 def without_prose(text: bytes, node: ast.stmt, first: int) -> bytes:
     """`text` without the bare string statements (docstrings) in `node` and its comments."""
-    strings = sorted(_bare_strings(node), key=_start, reverse=True)
+    quoted = b"'" in text or b'"' in text  # else it holds no string, bare or not
+    strings = sorted(_bare_strings(node), key=_start, reverse=True) if quoted else []
     code = text
     if strings:
         lines = text.splitlines(keepends=True)
