@@ -26,8 +26,7 @@ from functools import cached_property
 import libcst as cst
 
 from cudalint.engine.prefilter import Prefilter, identifiers
-from cudalint.engine.sparse import _ending as ending
-from cudalint.engine.sparse import text_lines
+from cudalint.engine.sparse import fold, text_lines
 
 _CLOSING = b'"""'
 MIN_LINES = 8  # a shorter run saves less than it costs to find
@@ -168,13 +167,8 @@ def blank_runs(data: bytes, runs: Iterable[Run]) -> bytes:
     it on its last line at the same column."""
     lines = data.splitlines(keepends=True)
     for run in runs:
-        head = lines[run.first - 1]
-        lines[run.first - 1] = head[:run.column] + run.star + b'b"""' + ending(head)
-        for index in range(run.first, run.last - 1):
-            lines[index] = ending(lines[index])
-        tail = lines[run.last - 1]
-        lines[run.last - 1] = b" " * (run.end_column - len(_CLOSING)) + _CLOSING \
-            + tail[run.end_column:]
+        fold(lines, run.first, run.last, lines[run.first - 1][:run.column] + run.star,
+             lines[run.last - 1][run.end_column:], pad=run.end_column - len(_CLOSING))
     return b"".join(lines)
 
 

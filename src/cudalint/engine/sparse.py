@@ -103,11 +103,19 @@ def blank(data: bytes, units: Iterable[Unit]) -> bytes:
         if unit.last == unit.first:
             lines[unit.first - 1] = indent + b'b""' + _ending(head)
             continue
-        lines[unit.first - 1] = indent + b'b"""' + _ending(head)
-        for index in range(unit.first, unit.last - 1):
-            lines[index] = _ending(lines[index])
-        lines[unit.last - 1] = b'"""' + _ending(lines[unit.last - 1])
+        fold(lines, unit.first, unit.last, indent, _ending(lines[unit.last - 1]))
     return b"".join(lines)
+
+
+def fold(lines: list[bytes], first: int, last: int, before: bytes, after: bytes,
+         pad: int = 0) -> None:
+    """Make lines `first` to `last` (1-based, `first` < `last`) one triple-quoted bytes literal:
+    `before` and its opening on the first line, the lines between emptied, `pad` blanks and its
+    closing, then `after`, on the last. Every line ending is kept."""
+    lines[first - 1] = before + b'b"""' + _ending(lines[first - 1])
+    for index in range(first, last - 1):
+        lines[index] = _ending(lines[index])
+    lines[last - 1] = b" " * pad + b'"""' + after
 
 
 def _ending(line: bytes) -> bytes:
