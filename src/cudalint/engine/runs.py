@@ -50,14 +50,14 @@ class Run:
 
 
 def runs_of(statement: ast.stmt, lines: Sequence[bytes], prefilter: Prefilter,
-            triggers: Iterable[bytes]) -> list[Run]:
+            followed: Iterable[bytes]) -> list[Run]:
     """The runs of the table a top-level `name = ...` (or `name: T = ...`) statement assigns,
-    whose elements name no term of `prefilter` and none of `triggers`."""
+    whose elements name no term of `prefilter` and no name a rule follows (`followed`)."""
     table = _table(statement)
     if table is None or (statement.end_lineno or 0) - statement.lineno < MIN_LINES:
         return []
     star, value, elements = table
-    quiet = frozenset(triggers)
+    names = frozenset(followed)
 
     def hidable(element: _Element) -> bool:
         start, end, kind = element
@@ -65,7 +65,7 @@ def runs_of(statement: ast.stmt, lines: Sequence[bytes], prefilter: Prefilter,
             return False
         text = _between(lines, (start.lineno, start.col_offset),
                         (end.end_lineno, end.end_col_offset))
-        return not prefilter.matches(text) and quiet.isdisjoint(identifiers(text))
+        return not prefilter.matches(text) and names.isdisjoint(identifiers(text))
 
     found = []
     for group, after in _groups([(s, e, hidable((s, e, k))) for s, e, k in elements], value):
