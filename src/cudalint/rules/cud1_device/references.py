@@ -58,7 +58,8 @@ class ApiUseRule(PythonRule):
             self._dispatch(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.ctx.aliases:  # else not an import: no torch API
+        # not an import: no torch API; in an attribute (`torch` in `torch.cuda`): a part
+        if node.value in self.ctx.aliases and type(self.ctx.parent()) is not cst.Attribute:
             self._dispatch(node)
 
     def _dispatch(self, node: cst.Name | cst.Attribute) -> None:
