@@ -325,3 +325,33 @@ def test_a_stand_in_is_no_docstring_of_its_module_or_class() -> None:
     assert isinstance(net, cst.ClassDef) and isinstance(tree.body[1], ast.ClassDef)
     assert module.get_docstring() is None and net.get_docstring() is None
     assert ast.get_docstring(tree) is None and ast.get_docstring(tree.body[1]) is None
+
+
+GUARDED = {
+    "module exit": (
+        "import sys\n\nimport numpy as np\nimport torch\n\n"
+        "HAS_GPU = torch.cuda.is_available()\n\nif not HAS_GPU:\n    sys.exit('needs a GPU')\n\n"
+        "TABLE = {'a': 1}\n\nx = torch.from_numpy(np.zeros(3)).to('cuda')\n"),
+    "attribute set in a method": (
+        "import numpy as np\nimport torch\n\n\nclass Runner:\n    def __init__(self):\n"
+        "        self.use_cuda = torch.cuda.is_available()\n        self.steps = 0\n\n"
+        "    def run(self):\n        if self.use_cuda:\n"
+        "            return torch.from_numpy(np.zeros(3)).to('cuda')\n        return None\n"),
+    "toolkit check": (
+        "import numpy as np\nimport torch\nfrom torch.utils.cpp_extension import CUDA_HOME\n\n"
+        "BUILT = CUDA_HOME is not None\n\n\ndef helper():\n    return 1\n\n\n"
+        "def run():\n    if BUILT:\n        return torch.from_numpy(np.zeros(3)).to('cuda')\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GUARDED))
+def test_a_finding_keeps_its_guard_whichever_rules_run(name: str) -> None:
+    """The guard's code names none of CUD601's terms; it is read all the same."""
+    rules = [r for r in all_rules() if issubclass(r, PythonRule) and r.code == "CUD601"]
+    data = GUARDED[name].encode()
+    prefilter = Prefilter.for_rules(rules, Settings())
+    results = [lint_python(data, Path("guarded.py"), rules, Settings(), prefilter=prefilter,
+                           sparse=sparse) for sparse in (True, False)]
+    found = [[(f.code, f.location.row, f.severity) for f in r.findings] for r in results]
+    assert found[0] == found[1]
+    assert [f.guarded for f in results[0].findings] == [True]

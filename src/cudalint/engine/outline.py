@@ -16,10 +16,12 @@ from __future__ import annotations
 import ast
 import warnings
 from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from cudalint.engine.guards import CUDA_FLAGS
 from cudalint.engine.prefilter import (
     BLOCK_FIELDS,
     HOLDING_NOTHING,
@@ -208,7 +210,7 @@ def hidden_parts(data: bytes, tree: ast.Module, prefilter: Prefilter,
             found.append(unit)
             continue
         found.extend(m for m in unit.methods
-                     if not prefilter.matches_code(m.text, m.node, m.first, m.words)
+                     if not _looked_into(prefilter, m.text, m.node, m.first, m.words)
                      and not reach.reads(m.words, m.text, m.node, m.first))
     for index in _idle_statements(statements, relevant):
         statement = statements[index]
@@ -517,11 +519,28 @@ def _is_unit(statement: _Statement) -> bool:
 
 def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
     """A function or class counts by its code (cudalint.engine.prefilter), any other
-    statement by its text."""
+    statement by its text; what names a guard counts for every rule (`_looked_into`)."""
     if isinstance(statement.first, _SKIPPABLE) and len(statement.nodes) == 1:
-        return prefilter.matches_code(statement.text, statement.first,
-                                      first_line(statement.first), statement.words)
-    return prefilter.matches(statement.text, statement.words)
+        return _looked_into(prefilter, statement.text, statement.first,
+                            first_line(statement.first), statement.words)
+    return prefilter.matches(statement.text, statement.words) or _GUARDS.matches(statement.text)
+
+
+# What the guards around a finding are made of (cudalint.engine.guards:
+# `torch.cuda.is_available()`, `x.is_cuda`, `use_cuda`, `CUDA_HOME`, `device.type == "cuda"`):
+# code naming it is read whichever rules run, so that a finding keeps the guard it sits behind
+# (`if not HAS_GPU: sys.exit()` after `HAS_GPU = torch.cuda.is_available()`, a method setting
+# `self.use_cuda`), which the selected rules' own terms need not name.
+_GUARDS = Prefilter(
+    (), words=frozenset({b"cuda", b"is_cuda", b"CUDA_HOME"}),
+    patterns=(rb"(?i)(?<![A-Za-z0-9_])(?:%s)" % b"|".join(f.encode() for f in CUDA_FLAGS),))
+
+
+def _looked_into(prefilter: Prefilter, text: bytes, node: ast.stmt, first: int,
+                 words: AbstractSet[bytes]) -> bool:
+    """A function's or method's code names a term of the rules, or a guard."""
+    return prefilter.matches_code(text, node, first, words) \
+        or _GUARDS.matches_code(text, node, first, words)
 
 
 @dataclass(frozen=True)
