@@ -401,7 +401,16 @@ def check_file(
         prefilter=Prefilter.for_rules(python_rules, settings),
         options=options,
     )
-    return isolated(checker_for(kind), job)
+    return _lean(isolated(checker_for(kind), job))
+
+
+def _lean(report: FileReport) -> FileReport:
+    """The report without the file's text when no finding needs it: the text serves the
+    source excerpts of findings (and the cache keeps it for them), and a worker sends its
+    reports back to the run's process whole (over the torch package, 45 MB of text)."""
+    if not report.findings:
+        report.text = None
+    return report
 
 
 def _read(path: Path, kind: FileKind, options: RunOptions) -> bytes:
