@@ -609,7 +609,7 @@ class Loader:
         self.dataset = dataset
 
     def pin_memory_device(self):
-        return "cuda" if self.pin_memory else ""
+        return "mps" if self.pin_memory else ""
 
     def build(self):
         return DataLoader(self.dataset, pin_memory=False)

@@ -14,7 +14,7 @@ it parses every relevant statement, and the rules visit LibCST nodes.
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -526,6 +526,12 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
 _GUARDS = Prefilter(
     (), words=frozenset({b"cuda", b"is_cuda", b"CUDA_HOME"}),
     patterns=(rb"(?i)(?<![A-Za-z0-9_])(?:%s)" % b"|".join(f.encode() for f in CUDA_FLAGS),))
+
+
+def named(prefilter: Prefilter) -> Callable[[bytes], bool]:
+    """Whether a text names a term of `prefilter` or a guard: a function or class whose text
+    does not is hidden whole, unread (cudalint.engine.lazy_ast)."""
+    return lambda text: prefilter.matches(text) or _GUARDS.matches(text)
 
 
 def _looked_into(prefilter: Prefilter, text: bytes, node: ast.stmt, first: int,

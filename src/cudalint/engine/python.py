@@ -17,7 +17,7 @@ from cudalint.engine import lazy_ast, noqa, trusted_parse
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import EditPlanner
 from cudalint.engine.lazy_ast import parse_quietly
-from cudalint.engine.outline import Outline, hidden_parts, outline, stand_ins
+from cudalint.engine.outline import Outline, hidden_parts, named, outline, stand_ins
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import HOLDING_NOTHING, Prefilter
 from cudalint.engine.report import NodeFix, Report
@@ -85,7 +85,7 @@ def _compiled(data: bytes, path: Path, tree: ast.Module | None = None,
     read yet, nor its depth checked: LibCST reads it only if the first pass looks into it,
     `_read_too_deep`)."""
     if tree is None and prefilter is not None:
-        tree = lazy_ast.parse(data, prefilter.matches)
+        tree = lazy_ast.parse(data, named(prefilter))
     if tree is None:
         try:
             tree = parse_quietly(data, filename=str(path))
