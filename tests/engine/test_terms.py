@@ -561,3 +561,126 @@ def test_a_function_naming_ctypes_without_a_loader_is_not_read():
     assert first_pass.module is not None and "def size" not in first_pass.module.code
     assert _codes(whole) == [("CUD304", 9)]
     assert first_pass.findings == whole.findings
+
+
+PINNING = {
+    "a spaced keyword": "def make(ds):\n    return DataLoader(ds, pin_memory = True)\n",
+    "True in parentheses": (
+        "def make(ds):\n    return DataLoader(ds, pin_memory=(\n        True))\n"
+    ),
+    "a name assigned True": (
+        "PIN = True\n\n\ndef make(ds):\n    return DataLoader(ds, pin_memory=PIN)\n"
+    ),
+    "a non-ASCII name": "\u00c9PINGLE = True\n\n\ndef make(ds):\n"
+                        "    return DataLoader(ds, pin_memory=\u00c9PINGLE)\n",
+    "a spaced method call": "def move(batch):\n    return batch . pin_memory (\n        )\n",
+    "a method call after a backslash": (
+        "def move(batch):\n    return batch.\\\n        pin_memory()\n"
+    ),
+    "a dict key over two lines": (
+        "KW = {'num_workers': 2, 'pin_memory'\n      : True}\n\n\n"
+        "def make(ds):\n    return DataLoader(ds, **KW)\n"
+    ),
+    "a triple-quoted dict key": (
+        "def make(ds):\n    kw = {'''pin_memory''': True}\n    return DataLoader(ds, **kw)\n"
+    ),
+    "dict() updated": (
+        "def make(ds):\n    kw = {}\n    kw.update(dict(pin_memory=True))\n"
+        "    return DataLoader(ds, **kw)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", PINNING.values(), ids=PINNING.keys())
+def test_pinned_memory_spelled_any_way_is_found(source):
+    first_pass, whole = _alone("CUD603", "from torch.utils.data import DataLoader\n" + source)
+    assert [f.code for f in whole.findings] == ["CUD603"]
+    assert first_pass.findings == whole.findings
+
+
+NOT_PINNING = '''\
+import torch
+from torch.utils.data import DataLoader
+
+
+class Loader:
+    def __init__(self, dataset, pin_memory: bool = False):
+        self.pin_memory = pin_memory
+        self.dataset = dataset
+
+    def pin_memory_device(self):
+        return "cuda" if self.pin_memory else ""
+
+    def build(self):
+        return DataLoader(self.dataset, pin_memory=False)
+
+    def pin_memory(self):
+        return self
+
+    def empty(self, n):
+        return torch.empty(n, pin_memory=None)
+
+
+def make(dataset):
+    return DataLoader(dataset, pin_memory=True)
+'''
+
+
+def test_pin_memory_counts_only_given_what_may_be_true_or_called():
+    """A parameter, an attribute, `pin_memory=False`, `=None` and `def pin_memory` name
+    nothing CUD603 could report: only `make` is read."""
+    first_pass, whole = _alone("CUD603", NOT_PINNING)
+    assert first_pass.module is not None
+    code = first_pass.module.code
+    for unread in ("def __init__", "def pin_memory_device", "def build", "def pin_memory(self)",
+                   "def empty"):
+        assert unread not in code, unread
+    assert [(f.code, f.location.row) for f in whole.findings] == [("CUD603", 24)]
+    assert first_pass.findings == whole.findings
+
+
+CHOICES = {
+    "an escaped string and a flag": (
+        "def pick(use_cuda):\n    return '\\x63uda' if use_cuda else 'cpu'\n"
+    ),
+    "an escaped string and an imported probe": (
+        "from torch.cuda import is_available\n\n\n"
+        "def pick():\n    return torch.device('\\u0063uda:0' if is_available() else 'cpu')\n"
+    ),
+    "a tensor's flag": (
+        "def pick(x):\n    return '\\N{LATIN SMALL LETTER C}uda' if x.is_cuda else 'cpu'\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("source", CHOICES.values(), ids=CHOICES.keys())
+def test_a_choice_of_an_escaped_cuda_string_is_found(source):
+    first_pass, whole = _alone("CUD103", "import torch\n" + source)
+    assert [f.code for f in whole.findings] == ["CUD103"]
+    assert first_pass.findings == whole.findings
+
+
+MPS_PROBES = '''\
+import torch
+import torch.distributed as dist
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def ready():
+    return dist.is_available() and dist.is_initialized()
+
+
+def has_mps():
+    return torch.backends.mps.is_built()
+'''
+
+
+def test_an_availability_check_counts_only_for_mps_or_beside_a_cuda_string():
+    """`dist.is_available()` chooses no device and is not read; an MPS probe anywhere in the
+    module keeps the module's choice from being reported, so it is read."""
+    first_pass, whole = _alone("CUD103", MPS_PROBES)
+    assert first_pass.module is not None
+    assert "def ready" not in first_pass.module.code
+    assert "def has_mps" in first_pass.module.code
+    assert whole.findings == [] and first_pass.findings == []

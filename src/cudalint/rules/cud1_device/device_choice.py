@@ -14,7 +14,7 @@ from cudalint.engine.guards import (
     is_cuda_probe,
     names_cuda_flag,
 )
-from cudalint.engine.prefilter import may_spell
+from cudalint.engine.prefilter import LETTER_ESCAPE, Terms, may_spell, word
 from cudalint.engine.traversal import find_all
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
@@ -29,9 +29,12 @@ from cudalint.rules.cud1_device.device_strings import (
 from cudalint.rules.cud1_device.prose import in_prose
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.context import PythonContext, Settings
 
 T = TypeVar("T")
+# What a choice's test names besides the word `cuda` (`use_cuda`, `x.is_cuda`, an alias of
+# `torch.cuda.is_available`): with an escape (`"\\x63uda"`), the choice names no `cuda`.
+_TESTS = "|".join(("is_available", *PROBE_TERMS))
 _MPS_PROBES = frozenset({"torch.backends.mps.is_available", "torch.backends.mps.is_built"})
 
 
@@ -165,7 +168,6 @@ class CudaOrCpuChoice(PythonRule):
     name = "cuda-or-cpu-choice"
     message = "Device choice between CUDA and CPU skips MPS"
     severity = Severity.WARNING
-    keywords = ("is_available", *PROBE_TERMS)
     words = frozenset({"cuda"})
     VALID = (
         "device = 'mps' if torch.backends.mps.is_available() else 'cpu'\n",
@@ -229,6 +231,18 @@ class CudaOrCpuChoice(PythonRule):
             "        return 'mps'\n",
         ),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        """A choice holds a CUDA device string (`cuda_device_expr`): the word `cuda`, or an
+        escape that may spell it (`"\\x63uda"`) beside a test naming no `cuda`
+        (`is_available` imported, `use_cuda`). Not `is_available` alone: `dist.is_available()`
+        chooses no device. A choice at module level is not reported where the module probes
+        for MPS (`_considers_mps`, anywhere in it): a function doing so counts too."""
+        return Terms(words=cls.words, together=(
+            (LETTER_ESCAPE.pattern, _TESTS),
+            (word("mps"), "|".join(word(name) for name in ("is_available", "is_built"))),
+        ))
 
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)

@@ -105,18 +105,18 @@ class OpWithoutMpsKernel(PythonRule):
                      calls=load_coverage(f"{major}.{minor}").missing_call_names)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._on_cpu(node):
-            return
         name = self.ctx.call_name(node)
         if name is not None and name.startswith("torch."):
-            self._check(node, node, name, f"`{name}`")
+            if not self._on_cpu(node):
+                self._check(node, node, name, f"`{name}`")
             return
         func = node.func
-        if isinstance(func, cst.Attribute) and self._tensor_method(node, func):
-            method = func.attr.value
-            for info in self._coverage.method_calls(method):
-                self._check(node, func.attr, info.name, f"`.{method}()`")
-                return
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        found = self._coverage.method_calls(method)  # most methods are in no entry
+        if found and not self._on_cpu(node) and self._tensor_method(node, func):
+            self._check(node, func.attr, found[0].name, f"`.{method}()`")
 
     def _check(self, call: cst.Call, where: cst.CSTNode, name: str, shown: str) -> None:
         cov = self._coverage

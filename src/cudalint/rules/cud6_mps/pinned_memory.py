@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from cudalint.engine.context import PythonContext, Settings
-from cudalint.engine.prefilter import Terms
+from cudalint.engine.prefilter import GAP, Terms, word
 from cudalint.finding import Severity
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
@@ -30,6 +30,18 @@ _METHOD_MESSAGE = (
     "accelerator device when none is available`); pin only when CUDA is in use"
 )
 _MAX_DEPTH = 4
+# What may be `True`, or a name assigned it (`PIN = True`): a parenthesized identifier other
+# than `False` and `None` (a non-ASCII letter starts a name too).
+_MAYBE_TRUE = (rf"{GAP}(?:\({GAP})*(?!(?:False|None)(?![A-Za-z0-9_]))"
+               r"(?:[A-Za-z_]|[^\x00-\x7f])")
+# Each spelling a finding has: a call (`.pin_memory()`; not `def pin_memory(`), a keyword
+# given what may be True (`pin_memory=True`, not `self.pin_memory = ...`), or a dict's
+# `"pin_memory"` key given one (`{"pin_memory": True}`).
+_PINNING = (
+    rf"{word('pin_memory')}(?:(?<!def pin_memory){GAP}\("
+    rf"|(?<!\.pin_memory){GAP}={_MAYBE_TRUE}"
+    rf"|(?<=['\"]pin_memory)(?:'|\"){{1,3}}{GAP}:{_MAYBE_TRUE})"
+)
 _Entry = tuple[cst.CSTNode, bool]  # a `pin_memory: True` entry, and whether it is guarded
 
 
@@ -67,7 +79,6 @@ class PinnedMemory(TracksAssignments):
     message = _LOADER_MESSAGE
     severity = Severity.INFO
     site_severities = (Severity.WARNING,)
-    keywords = ("pin_memory",)
     VALID = (
         "loader = DataLoader(ds, pin_memory=torch.cuda.is_available())\n",
         "loader = DataLoader(ds, pin_memory=use_cuda)\n",
@@ -102,9 +113,11 @@ class PinnedMemory(TracksAssignments):
 
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
-        """A finding names `pin_memory`, or is an entry of a kwargs dict that a call in the
-        function naming it unpacks (`**loader_kwargs`)."""
-        return Terms(cls.keywords, follow=(r"\*\*",))
+        """A finding is a `.pin_memory()` call, or `pin_memory` given what may be True, as a
+        keyword or a dict's key, where it is or where a call in the function naming the dict
+        unpacks it (`**loader_kwargs`): not `pin_memory=False`, a parameter
+        (`pin_memory: bool = False`) or an attribute (`self.pin_memory = pin_memory`)."""
+        return Terms(patterns=(_PINNING,), follow=(r"\*\*",))
 
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)
