@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 from cudalint import data
 from cudalint.finding import Severity
@@ -41,6 +41,7 @@ def normalize(distribution: str) -> str:
     return re.sub(r"[-_.]+", "-", distribution).lower()
 
 
+@lru_cache(maxsize=4096)  # a run asks for every import of every file: the same few modules
 def by_import(module: str) -> CudaPackage | None:
     """The package an imported module belongs to: `cupy.cuda` -> cupy; `numba` -> None."""
     for package in load_packages():

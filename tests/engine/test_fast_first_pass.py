@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cudalint.engine.context import Settings
-from cudalint.engine.outline import _nodes, parse_quietly
+from cudalint.engine.lazy_ast import parse_quietly
+from cudalint.engine.outline import _nodes
 from cudalint.engine.prefilter import (
     _STRING_OR_COMMENT,
     HOLDING_NOTHING,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.training_file import training_file
-from cudalint.engine.outline import parse_quietly
+from cudalint.engine.lazy_ast import parse_quietly
 from cudalint.engine.python import too_deep
 from cudalint.lsp.reparse import Reparser
 

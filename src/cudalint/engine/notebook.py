@@ -20,7 +20,7 @@ from typing import Any
 from cudalint.engine import noqa, notebook_imports
 from cudalint.engine.autofix import FixError, fix_python
 from cudalint.engine.imports import Needs
-from cudalint.engine.outline import parse_quietly
+from cudalint.engine.lazy_ast import parse_quietly
 from cudalint.engine.python import BOM, error_finding, lint_python
 from cudalint.engine.runner import FileReport, Job, finish_fix, run_file_rules
 from cudalint.finding import Finding

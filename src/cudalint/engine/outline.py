@@ -14,12 +14,12 @@ it parses every relevant statement, and the rules visit LibCST nodes.
 from __future__ import annotations
 
 import ast
-import warnings
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from cudalint.engine.lazy_ast import parse_quietly
 from cudalint.engine.prefilter import (
     BLOCK_FIELDS,
     HOLDING_NOTHING,
@@ -400,14 +400,6 @@ def _idle_methods(
     return {id(m.node) for m in members
             if isinstance(m.first, (ast.FunctionDef, ast.AsyncFunctionDef))
             and not _names_a_term(m, prefilter) and not reach.reads_statement(m)}
-
-
-def parse_quietly(source: bytes | str, filename: str = "<unknown>") -> ast.Module:
-    r"""`ast.parse` without CPython's SyntaxWarnings (`"\d"` and the like: the rules' business,
-    never a line on the user's stderr)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(source, filename=filename)
 
 
 def _parse(data: bytes) -> ast.Module | None:

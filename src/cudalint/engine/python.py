@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from cudalint.engine import noqa, trusted_parse
+from cudalint.engine import lazy_ast, noqa, trusted_parse
 from cudalint.engine.context import PythonContext, Settings
 from cudalint.engine.fixer import EditPlanner
-from cudalint.engine.outline import Outline, hidden_parts, outline, parse_quietly, stand_ins
+from cudalint.engine.lazy_ast import parse_quietly
+from cudalint.engine.outline import Outline, hidden_parts, outline, stand_ins
 from cudalint.engine.positions import StatementPositions, whole_module_positions
 from cudalint.engine.prefilter import HOLDING_NOTHING, Prefilter
 from cudalint.engine.report import NodeFix, Report
@@ -76,7 +77,15 @@ MAX_DEPTH = 120
 TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep; cudalint does not check this file"
 
 
-def _compiled(data: bytes, path: Path, tree: ast.Module | None = None) -> ast.Module | Finding:
+def _compiled(data: bytes, path: Path, tree: ast.Module | None = None,
+              prefilter: Prefilter | None = None) -> ast.Module | Finding:
+    """The module as `ast` reads it, or the error finding of a file it refuses or that is
+    nested too deep. `prefilter`: the first pass's terms, where it hides what names none
+    (cudalint.engine.lazy_ast: a top-level function or class whose text names none is not
+    read yet, nor its depth checked: LibCST reads it only if the first pass looks into it,
+    `_read_too_deep`)."""
+    if tree is None and prefilter is not None:
+        tree = lazy_ast.parse(data, prefilter.matches)
     if tree is None:
         try:
             tree = parse_quietly(data, filename=str(path))
@@ -87,7 +96,18 @@ def _compiled(data: bytes, path: Path, tree: ast.Module | None = None) -> ast.Mo
             return error_finding(path, f"could not decode the file: {one_line(error)}")
         except (RecursionError, MemoryError):
             return error_finding(path, TOO_DEEP)
-    return error_finding(path, TOO_DEEP) if _deeper_than(tree, MAX_DEPTH, data) else tree
+    read = [node for node in tree.body if not lazy_ast.is_placeholder(node)]
+    checked = tree if len(read) == len(tree.body) else ast.Module(body=read, type_ignores=[])
+    return error_finding(path, TOO_DEEP) if _deeper_than(checked, MAX_DEPTH, data) else tree
+
+
+def _read_too_deep(tree: ast.Module, hidden: list[Unit], data: bytes) -> bool:
+    """Whether a top-level function or class `ast` had not read at first (`_compiled`), and
+    that LibCST reads, is nested deeper than cudalint checks."""
+    skipped = {id(unit.node) for unit in hidden}
+    read = [node for node in tree.body
+            if lazy_ast.is_placeholder(node) and id(node) not in skipped]
+    return bool(read) and _deeper_than(ast.Module(body=read, type_ignores=[]), MAX_DEPTH, data)
 
 
 def _null_bytes_reason(data: bytes) -> str:
@@ -185,13 +205,30 @@ def lint_python(
         prefilter = prefilter.within(data)  # the terms the file names: a part names no other
         if prefilter is None:
             return PythonResult([])
-    compiled = tree if shallow and tree is not None else _compiled(data, path, tree)
+    lazy = sparse and prefilter is not None and tree is None and reuse is None
+    compiled = tree if shallow and tree is not None \
+        else _compiled(data, path, tree, prefilter if lazy else None)
     if isinstance(compiled, Finding):
         return PythonResult([compiled])
-    tree, source = compiled, data.removeprefix(BOM)
+    arguments = (data, path, rules, settings, prefilter, want_edits, cell, sparse, reuse)
+    try:
+        return _lint_tree(compiled, *arguments)
+    except lazy_ast.Unreadable:  # never seen: a placeholder's lines read otherwise
+        whole = _compiled(data, path)
+        return PythonResult([whole]) if isinstance(whole, Finding) \
+            else _lint_tree(whole, *arguments)
+
+
+def _lint_tree(tree: ast.Module, data: bytes, path: Path, rules: Sequence[type[PythonRule]],
+               settings: Settings, prefilter: Prefilter | None, want_edits: bool,
+               cell: int | None, sparse: bool, reuse: Callable[[Unit], bool] | None,
+               ) -> PythonResult:
+    source = data.removeprefix(BOM)
     units = units_of(source, tree) if reuse is not None else []
     hidden, runs = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter \
         else ([], [])
+    if _read_too_deep(tree, hidden, data):
+        return PythonResult([error_finding(path, TOO_DEEP)])
     parsed = _parse_cst(blank_runs(blank(source, hidden), runs) if hidden or runs else source,
                         path)
     if isinstance(parsed, Finding) and (hidden or runs):  # never: blanking keeps it valid

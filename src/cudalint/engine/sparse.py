@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.lazy_ast import Placeholder
 from cudalint.engine.prefilter import BLOCK_FIELDS, identifiers
 
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ class Unit:
     last: int  # its last line
     text: bytes  # lines first..last as they are in the file
     node: ast.stmt = field(repr=False)
-    methods: tuple[Unit, ...] = ()
     top_level: bool = True
 
     @property
@@ -54,17 +54,21 @@ class Unit:
     def words(self) -> frozenset[bytes]:
         return frozenset(identifiers(self.text))
 
+    @cached_property
+    def methods(self) -> tuple[Unit, ...]:
+        """A top-level class's methods (read when asked: a class `ast` has not read yet,
+        cudalint.engine.lazy_ast, is read then)."""
+        if not self.top_level or not isinstance(self.node, ast.ClassDef):
+            return ()
+        lines = [b""] * (self.first - 1) + self.text.splitlines(keepends=True)
+        return tuple(_unit(m, lines, top_level=False) for m in self.node.body
+                     if isinstance(m, _FUNCTIONS))
+
 
 def units_of(data: bytes, tree: ast.Module) -> list[Unit]:
     """The top-level functions and classes of the module `tree` was parsed from, in order."""
     lines = data.splitlines(keepends=True)
-    found = []
-    for node in tree.body:
-        if isinstance(node, _UNITS):
-            methods = tuple(_unit(m, lines, top_level=False) for m in node.body
-                            if isinstance(m, _FUNCTIONS)) if isinstance(node, ast.ClassDef) else ()
-            found.append(_unit(node, lines, methods=methods))
-    return found
+    return [_unit(node, lines) for node in tree.body if isinstance(node, _UNITS)]
 
 
 def leaves(units: Iterable[Unit]) -> Iterator[Unit]:
@@ -76,14 +80,15 @@ def leaves(units: Iterable[Unit]) -> Iterator[Unit]:
             yield unit
 
 
-def _unit(node: ast.stmt, lines: list[bytes], *, methods: tuple[Unit, ...] = (),
-          top_level: bool = True) -> Unit:
+def _unit(node: ast.stmt, lines: list[bytes], *, top_level: bool = True) -> Unit:
     first = first_line(node)
     last = node.end_lineno or node.lineno
-    return Unit(first, last, b"".join(lines[first - 1 : last]), node, methods, top_level)
+    return Unit(first, last, b"".join(lines[first - 1 : last]), node, top_level)
 
 
 def first_line(node: ast.stmt) -> int:
+    if isinstance(node, Placeholder):  # its decorators are not read yet
+        return node.first_line
     decorators = getattr(node, "decorator_list", None)
     return decorators[0].lineno if decorators else node.lineno
 
@@ -158,19 +163,17 @@ class Hidden:
     @cached_property
     def assigned(self) -> dict[str, list[ast.expr]]:
         """The values of their `name = ...` statements, at any depth, by name."""
-        found: dict[str, list[ast.expr]] = defaultdict(list)
-        statements = [unit.node for unit in self.units]
-        while statements:  # statements only: no expression holds an assignment
-            node = statements.pop()
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        found[target.id].append(node.value)
-                continue
-            for name in BLOCK_FIELDS:
-                for inner in getattr(node, name, ()):
-                    statements.extend(inner.body if isinstance(inner, _CLAUSES) else [inner])
-        return dict(found)
+        return _assignments(self.units)
+
+    def assigned_to(self, name: str) -> list[ast.expr]:
+        """The values `assigned` holds for `name`, read only from the units naming it (a
+        unit `ast` has not read yet is read then: cudalint.engine.lazy_ast). A unit whose text
+        is not ASCII may spell it otherwise (`ﬁ` is `fi` to `ast`)."""
+        if "assigned" in self.__dict__:
+            return self.assigned.get(name, [])
+        word = name.encode()
+        units = [unit for unit in self.units if word in unit.words or not unit.text.isascii()]
+        return _assignments(units).get(name, [])
 
     @cached_property
     def _lines(self) -> list[str]:
@@ -185,6 +188,23 @@ class Hidden:
             return cst.parse_expression(f"({segment})")
         except (cst.ParserSyntaxError, ValueError, RecursionError):
             return None
+
+
+def _assignments(units: Iterable[Unit]) -> dict[str, list[ast.expr]]:
+    """The values of the `name = ...` statements in `units`, at any depth, by name."""
+    found: dict[str, list[ast.expr]] = defaultdict(list)
+    statements = [unit.node for unit in units]
+    while statements:  # statements only: no expression holds an assignment
+        node = statements.pop()
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found[target.id].append(node.value)
+            continue
+        for name in BLOCK_FIELDS:
+            for inner in getattr(node, name, ()):
+                statements.extend(inner.body if isinstance(inner, _CLAUSES) else [inner])
+    return dict(found)
 
 
 def text_lines(text: str) -> list[str]:

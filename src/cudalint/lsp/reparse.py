@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from itertools import takewhile
 
-from cudalint.engine.outline import parse_quietly
+from cudalint.engine.lazy_ast import parse_quietly
 from cudalint.engine.python import too_deep
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]")

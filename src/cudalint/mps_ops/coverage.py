@@ -208,7 +208,7 @@ class Coverage:
         """Tensor-method entries matched by attribute name: 'mode' for `x.mode()`."""
         return self._calls_by_method.get(name, ())
 
-    @property
+    @functools.cached_property
     def method_names(self) -> frozenset[str]:
         return frozenset(self._calls_by_method)
 

@@ -330,3 +330,44 @@ def test_legacy_tensor_types(tmp_path):
     assert set(left) == {5, 8}
     assert left[5].guarded and left[5].severity is Severity.WARNING
     assert left[8].fix is None  # `n` may be a size or data
+
+
+ROOTS = textwrap.dedent('''\
+    import torch
+    import torch as th
+    import torch.cuda as tc
+    from torch import cuda
+    from torch.cuda import amp, Stream
+    from . import torch as local_torch
+    import numpy as np
+
+    class Runner:
+        def __init__(self):
+            self.stream = th.cuda.Stream()
+            self.torch = local_torch
+            self.torch.cuda.synchronize()
+            self.cuda = cuda
+
+        def step(self, x):
+            tc.synchronize()
+            cuda.synchronize()
+            self.cuda.synchronize()
+            np.cuda.synchronize()
+            get_torch().cuda.synchronize()
+            local_torch.cuda.synchronize()
+            with amp.autocast():
+                torch.cuda.get_device_capability()
+            return Stream(), th.cuda.current_stream(), x.cuda.synchronize()
+    ''')
+
+
+def test_only_references_rooted_in_torch_are_looked_up(tmp_path, monkeypatch):
+    """The walk looks up an attribute only where its leftmost name is torch or an alias of
+    something in torch: skipping the others finds the same uses as looking every one up."""
+    from cudalint.rules.cud1_device import references
+
+    expected = codes_at(findings(tmp_path, ROOTS, codes=CUDA_API))
+    assert {row for _, row, _ in expected} >= {11, 17, 18, 24, 25}
+    assert not {13, 19, 20, 21, 22} & {row for _, row, _ in expected}
+    monkeypatch.setattr(references, "_rooted_in_torch", lambda ctx, node: True)
+    assert codes_at(findings(tmp_path, ROOTS, codes=CUDA_API)) == expected

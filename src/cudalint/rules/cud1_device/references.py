@@ -52,11 +52,14 @@ class ApiUseRule(PythonRule):
     follows_assignments = False  # a use names the API, or an import's alias of it
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if type(self.ctx.parent()) is not cst.Attribute:  # else a part of a longer reference
+        # a part of a longer reference, or (most attributes: `self.x`, `f().y`) one whose
+        # root is no torch name, uses no API of the table
+        if type(self.ctx.parent()) is not cst.Attribute and _rooted_in_torch(self.ctx, node):
             self._dispatch(node)
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.ctx.aliases:  # else not an import: no torch API
+        # not an import: no torch API; in an attribute (`torch` in `torch.cuda`): a part
+        if node.value in self.ctx.aliases and type(self.ctx.parent()) is not cst.Attribute:
             self._dispatch(node)
 
     def _dispatch(self, node: cst.Name | cst.Attribute) -> None:
@@ -85,6 +88,18 @@ def whole_reference(ctx: PythonContext, node: cst.Name | cst.Attribute) -> str |
     if is_assigned(ctx, node) or _in_import_or_annotation(ctx):
         return None
     return name
+
+
+def _rooted_in_torch(ctx: PythonContext, node: cst.Attribute) -> bool:
+    """The leftmost name of the reference is torch, or an alias of torch or of something in
+    it: else its qualified name (`ctx.qualname`) cannot start with `torch.`."""
+    root: cst.BaseExpression = node
+    while type(root) is cst.Attribute:
+        root = root.value  # type: ignore[attr-defined]
+    if type(root) is not cst.Name:
+        return False
+    name = ctx.aliases.get(root.value, root.value)  # type: ignore[attr-defined]
+    return name is not None and (name == "torch" or name.startswith(_ROOTS))
 
 
 def _is_read_name(parent: cst.CSTNode | None, node: cst.Name) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -48,6 +48,7 @@ def _entries(section: str) -> tuple[_Entry, ...]:
     )
 
 
+@lru_cache(maxsize=4096)  # asked for every call of a file: the same names, many times
 def _by_name(qualified: str | None) -> _Entry | None:
     if qualified is None:
         return None

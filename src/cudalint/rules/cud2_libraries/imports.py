@@ -128,9 +128,7 @@ class CudaOnlyImport(PythonRule):
             self._report(found)
 
     def _is_cuda_only(self, module: str) -> bool:
-        if self._is_first_party(module):
-            return False
-        return packages.by_import(module) is not None
+        return packages.by_import(module) is not None and not self._is_first_party(module)
 
     def _is_first_party(self, module: str) -> bool:
         return any(module == own or module.startswith(own + ".")

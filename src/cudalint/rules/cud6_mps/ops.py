@@ -105,18 +105,18 @@ class OpWithoutMpsKernel(PythonRule):
                      calls=load_coverage(f"{major}.{minor}").missing_call_names)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._on_cpu(node):
-            return
         name = self.ctx.call_name(node)
         if name is not None and name.startswith("torch."):
-            self._check(node, node, name, f"`{name}`")
+            if not self._on_cpu(node):
+                self._check(node, node, name, f"`{name}`")
             return
         func = node.func
-        if isinstance(func, cst.Attribute) and self._tensor_method(node, func):
-            method = func.attr.value
-            for info in self._coverage.method_calls(method):
-                self._check(node, func.attr, info.name, f"`.{method}()`")
-                return
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        found = self._coverage.method_calls(method)  # most methods are in no entry
+        if found and not self._on_cpu(node) and self._tensor_method(node, func):
+            self._check(node, func.attr, found[0].name, f"`.{method}()`")
 
     def _check(self, call: cst.Call, where: cst.CSTNode, name: str, shown: str) -> None:
         cov = self._coverage
@@ -182,7 +182,8 @@ class OpWithoutMpsKernel(PythonRule):
     def _made_by_torch(self, expr: cst.BaseExpression) -> bool:
         """`torch.randn(3).mode()`, or `t.mode()` after `t = torch.randn(3)` in the module."""
         if isinstance(expr, cst.Name):
-            expr = self._assigned.get(expr.value, expr)
+            value = self._assigned_once(expr.value)
+            expr = expr if value is None else value
         while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
             name = self.ctx.call_name(expr)
             if name is not None:
@@ -213,18 +214,22 @@ class OpWithoutMpsKernel(PythonRule):
                    for q in self.ctx.aliases.values())
 
     @cached_property
-    def _assigned(self) -> dict[str, cst.BaseExpression]:
-        """Names assigned once at any level of the module: enough to see `t = torch.randn(3)`."""
-        found = scopes.named_anywhere(self.ctx.module)
-        hidden = self.ctx.hidden.assigned  # in the functions LibCST did not read
-        once = {name: values[0] for name, values in found.items()
-                if len(values) + len(hidden.get(name, ())) == 1}
-        for name, values in hidden.items():
-            value = self.ctx.hidden.expression(values[0]) \
-                if len(values) == 1 and name not in found else None
-            if value is not None:
-                once[name] = value
-        return once
+    def _named_anywhere(self) -> dict[str, list[cst.BaseExpression]]:
+        return scopes.named_anywhere(self.ctx.module)
+
+    @cached_property
+    def _once(self) -> dict[str, cst.BaseExpression | None]:
+        return {}
+
+    def _assigned_once(self, name: str) -> cst.BaseExpression | None:
+        """The value of `name` where the module assigns it once, at any level: enough to see
+        `t = torch.randn(3)`. The functions LibCST did not read are asked about it alone."""
+        if name not in self._once:
+            values = self._named_anywhere.get(name, [])
+            hidden = self.ctx.hidden.assigned_to(name)  # in the functions LibCST did not read
+            self._once[name] = None if len(values) + len(hidden) != 1 else values[0] \
+                if values else self.ctx.hidden.expression(hidden[0])
+        return self._once[name]
 
     @cached_property
     def _fallback(self) -> str | None:
