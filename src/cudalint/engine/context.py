@@ -44,6 +44,9 @@ class PythonContext:
     _scope_assignments: dict[int, tuple[cst.CSTNode, dict[str, list[cst.BaseExpression]]]] = \
         field(default_factory=dict)
     _shared: dict[str, tuple[cst.CSTNode, object]] = field(default_factory=dict)
+    # What the rules of one walk keep together, by name (a record all of them read, kept
+    # once: cudalint.rules.assignments); each walk starts with none.
+    walk_records: dict[str, object] = field(default_factory=dict)
     _bare: dict[str, bool] = field(default_factory=dict)  # _spelled_bare's answers
     # call_name's last answer: the rules visiting a Call ask in turn (an import forgets it)
     _last_call: tuple[cst.Call, str | None] | None = None

@@ -358,6 +358,7 @@ def walk(
     reports land in `ctx.reports`. Returns where they are: the places (`Place`) that reported
     something (a top-level statement, or a statement of a top-level class's body), and the
     innermost statements of indented blocks around them (`Chain`)."""
+    ctx.walk_records = {}
     rules = [rule_class(ctx) for rule_class in rule_classes]
     walker = _BatchedWalk(ctx, rules, skip)
     traverse(ctx.module, walker.on_visit, walker.on_leave, ctx.enter_attribute,

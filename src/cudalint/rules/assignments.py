@@ -35,32 +35,52 @@ class Item:
     binding: Binding
 
 
+class _Scopes:
+    """The assignments seen so far in one walk, per scope: one record for every rule that
+    follows them (they all see the same assignments), kept by the first of them (`owner`)."""
+
+    def __init__(self, owner: TracksAssignments) -> None:
+        self.owner = owner
+        self.values: list[dict[str, Binding | None]] = [{}]
+        # `kwargs["device_ids"] = ...`: name -> its items set so far, per scope
+        self.items: list[dict[str, list[Item]]] = [{}]
+
+
 class TracksAssignments(PythonRule):
     """A rule that remembers assignments; subclasses overriding a hook call `super()`."""
 
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)
-        self._scopes: list[dict[str, Binding | None]] = [{}]
-        # `kwargs["device_ids"] = ...`: name -> its items set so far, per scope
-        self._item_scopes: list[dict[str, list[Item]]] = [{}]
+        record = ctx.walk_records.get("assignments")
+        if not isinstance(record, _Scopes):
+            record = ctx.walk_records["assignments"] = _Scopes(self)
+        self._scopes = record.values
+        self._item_scopes = record.items
+        self._keeps = record.owner is self  # the others read what the owner keeps
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.append({})
-        self._item_scopes.append({})
+        if self._keeps:
+            self._scopes.append({})
+            self._item_scopes.append({})
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.pop()
-        self._item_scopes.pop()
+        if self._keeps:
+            self._scopes.pop()
+            self._item_scopes.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._scopes.append({})
-        self._item_scopes.append({})
+        if self._keeps:
+            self._scopes.append({})
+            self._item_scopes.append({})
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self._scopes.pop()
-        self._item_scopes.pop()
+        if self._keeps:
+            self._scopes.pop()
+            self._item_scopes.pop()
 
     def leave_Assign(self, node: cst.Assign) -> None:
+        if not self._keeps:
+            return
         for target in node.targets:
             self._bind(target.target, node.value)
             self._set_item(target.target, node.value)
@@ -84,11 +104,12 @@ class TracksAssignments(PythonRule):
         return []
 
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
+        if self._keeps and node.value is not None:
             self._bind(node.target, node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target, None)
+        if self._keeps:
+            self._bind(node.target, None)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if isinstance(target, cst.Name):
