@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from cudalint.engine.needs import Need, guard_of, identifier_like
+
 if TYPE_CHECKING:
     from cudalint.engine.context import Settings
     from cudalint.rules.base import Rule
@@ -257,12 +259,14 @@ class Prefilter:
 
     def within(self, data: bytes) -> Prefilter | None:
         """This pre-filter with only the terms `data` names (a part of `data` can name no
-        other); None when it names none, so `data` does not match."""
-        substrings = tuple(keyword for keyword in self.substrings if keyword in data)
-        found = identifiers(data) if self.words or self.calls else set()
+        other); None when it names none, so `data` does not match. A pattern is searched
+        only where `data` holds what it needs (cudalint.engine.needs)."""
+        text = _Text(data)
+        substrings = tuple(keyword for keyword in self.substrings if text.holds(keyword))
+        found = text.found() if self.words or self.calls else frozenset()
         words, calls = self.words & found, self.calls & found
-        patterns = tuple(p for p in self.patterns if _regex(p).search(data))
-        together = tuple(group for group in self.together if _all_match(group, data))
+        patterns = tuple(p for p in self.patterns if text.search(p))
+        together = tuple(group for group in self.together if text.all_match(group))
         if not substrings and not words and not calls and not patterns and not together:
             return None
         return Prefilter(substrings, frozenset(words), frozenset(calls), patterns, together,
@@ -366,6 +370,112 @@ def _imported(node: ast.stmt) -> set[bytes]:
             if isinstance(inner, ast.ImportFrom) and inner.module:
                 names.update(part.encode() for part in inner.module.split("."))
     return names
+
+
+class _Text:
+    """A text asked about the pre-filter's terms, and what is found in it once for them all:
+    its identifiers (`identifiers`), those joined into one text (where a substring of
+    identifier bytes is exactly where it is in the whole text, and fewer bytes to scan), and
+    each pattern searched."""
+
+    __slots__ = ("_ascii", "_found", "_joined", "_lower", "_lower_found", "_lower_joined",
+                 "_searched", "data")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._found: set[bytes] | None = None
+        self._joined: bytes | None = None
+        self._lower_joined: bytes | None = None
+        self._lower_found: set[bytes] | None = None
+        self._lower: bytes | None = None
+        self._ascii: bool | None = None
+        self._searched: dict[bytes, bool] = {}
+
+    def found(self) -> set[bytes]:
+        if self._found is None:
+            self._found = identifiers(self.data)
+        return self._found
+
+    def joined(self) -> bytes:
+        """The identifiers, one a line."""
+        if self._joined is None:
+            self._joined = b"\n".join(self.found())
+        return self._joined
+
+    def lower_joined(self) -> bytes:
+        if self._lower_joined is None:
+            self._lower_joined = self.joined().lower()
+        return self._lower_joined
+
+    def lower_found(self) -> set[bytes]:
+        """The identifiers in lower case (ASCII letters only, as `bytes.lower`)."""
+        if self._lower_found is None:
+            self._lower_found = set(self.lower_joined().split(b"\n"))
+        return self._lower_found
+
+    def holds(self, keyword: bytes, caseless: bool = False) -> bool:
+        """`keyword` is a substring of the text (in either case of its ASCII letters)."""
+        joined = self.lower_joined() if caseless else self.joined()
+        for part in _identifier_parts(keyword):
+            if part not in joined:
+                return False
+        if identifier_like(keyword):
+            return True
+        if not keyword.isascii() and self.isascii():
+            return False
+        if not caseless:
+            return keyword in self.data
+        if self._lower is None:
+            self._lower = self.data.lower()
+        return keyword in self._lower
+
+    def isascii(self) -> bool:
+        if self._ascii is None:
+            self._ascii = self.data.isascii()
+        return self._ascii
+
+    def has(self, need: Need) -> bool:
+        if not need.word:
+            return self.holds(need.text, need.caseless)
+        return need.text in (self.lower_found() if need.caseless else self.found())
+
+    def possible(self, pattern: bytes) -> bool:
+        """The text holds what `pattern` needs to match it."""
+        guard = guard_of(pattern)
+        if guard is None:
+            return True
+        if any(all(self.has(need) for need in needs) for needs in guard.others):
+            return True
+        if guard.words and self._starts(guard.words, guard.word_set & self.found()):
+            return True
+        return bool(guard.caseless) \
+            and self._starts(guard.caseless, guard.caseless_set & self.lower_found())
+
+    def _starts(self, paths: dict[bytes, tuple[tuple[Need, ...], ...]],
+                present: AbstractSet[bytes]) -> bool:
+        """The text holds the rest of a path that starts with one of the `present` words."""
+        return any(all(self.has(need) for need in rest) for first in present
+                   for rest in paths[first])
+
+    def search(self, pattern: bytes) -> bool:
+        known = self._searched.get(pattern)
+        if known is None:
+            known = self._searched[pattern] = self.possible(pattern) \
+                and _regex(pattern).search(self.data) is not None
+        return known
+
+    def all_match(self, group: tuple[bytes, ...]) -> bool:
+        """The text matches every pattern of `group`: what each needs is checked first."""
+        return all(self.possible(p) for p in group) and all(self.search(p) for p in group)
+
+
+@lru_cache(maxsize=512)
+def _identifier_parts(keyword: bytes) -> tuple[bytes, ...]:
+    """The runs of identifier bytes in `keyword` (none when it is one), each of which an
+    identifier of a text holding `keyword` holds."""
+    if identifier_like(keyword):
+        return (keyword,)
+    return tuple(part for part in keyword.translate(_BLANKS).split() if identifier_like(part))
 
 
 def _all_match(group: tuple[bytes, ...], data: bytes) -> bool:
