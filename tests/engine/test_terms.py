@@ -258,8 +258,7 @@ def test_a_call_name_counts_in_a_function_that_imports_it_not_in_any_that_import
 
 def _alone(code: str, source: str) -> tuple[PythonResult, PythonResult]:
     """`_checks` with one rule enabled: its terms alone must keep what it reports."""
-    rule = rule_by_code(code)
-    assert rule is not None and issubclass(rule, PythonRule)
+    rule = next(rule for rule in RULES if rule.code == code)  # CUD502's Python rule
     data = source.encode()
     first_pass = lint_python(data, Path("k.py"), [rule], SETTINGS,
                              prefilter=Prefilter.for_rules([rule], SETTINGS))
@@ -684,3 +683,98 @@ def test_an_availability_check_counts_only_for_mps_or_beside_a_cuda_string():
     assert "def ready" not in first_pass.module.code
     assert "def has_mps" in first_pass.module.code
     assert whole.findings == [] and first_pass.findings == []
+
+
+REQUIREMENTS = {
+    "a capital flag": "def main(USE_CUDA):\n    if not USE_CUDA:\n        raise SystemExit(1)\n",
+    "an availability flag": "def main(CUDA_AVAILABLE):\n    assert CUDA_AVAILABLE\n",
+    "a flag named Cuda": "def main(Cuda):\n    assert Cuda, 'run with --cuda'\n",
+    "a tensor's flag": "def main(x):\n    assert x.is_cuda\n",
+}
+
+
+@pytest.mark.parametrize("source", REQUIREMENTS.values(), ids=REQUIREMENTS.keys())
+def test_a_cuda_requirement_on_a_flag_in_any_case_is_found(source):
+    first_pass, whole = _alone("CUD112", source)
+    assert [f.code for f in whole.findings] == ["CUD112"]
+    assert first_pass.findings == whole.findings
+    _found_alike(source, "CUD112")
+
+
+CUDA_IN_NAMES = '''\
+import os
+
+import torch
+from torch.profiler import ProfilerActivity
+
+
+def sample_inputs(op_info, device, dtype):
+    return [torch.ones(3, device=device, dtype=dtype)]
+
+
+OPS = dict(dtypesIfCUDA=(torch.half,), onlyCUDA=True)
+
+
+def env(TEST_CUDA):
+    return TEST_CUDA and os.environ.get("HOME")
+
+
+def activities():
+    return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+'''
+
+
+def test_capitals_count_only_as_an_api_or_an_environment_variable():
+    """`dtypesIfCUDA`, `onlyCUDA` and `TEST_CUDA` are no CUDA API (CUD110) and no variable
+    of the environment (CUD502): only `activities` is read, and for CUD502 nothing."""
+    first_pass, whole = _alone("CUD502", CUDA_IN_NAMES)
+    assert first_pass.module is None and whole.findings == []
+    first_pass, whole = _alone("CUD110", CUDA_IN_NAMES)
+    assert first_pass.module is not None
+    assert "def env" not in first_pass.module.code
+    assert "dtypesIfCUDA" not in first_pass.module.code
+    assert [(f.code, f.location.row) for f in whole.findings] == [("CUD110", 19)]
+    assert first_pass.findings == whole.findings
+
+
+VARIABLES = {
+    "a concatenated name": "def f():\n    return os.environ['CUDA_' 'HOME']\n",
+    "an escaped name": "def f():\n    return os.getenv('CUDA\\x5fPATH')\n",
+    "a keyword of update": "def f():\n    os.environ.update(FORCE_CUDA='1')\n",
+    "a search path's value": (
+        "def f(p):\n    os.environ['PATH'] = p + ':${CUDA_HOME}/bin'\n"
+    ),
+    "a name after a prefix": "def f():\n    return os.environ['PYTORCH_CUDA_ALLOC_CONF']\n",
+}
+
+
+@pytest.mark.parametrize("source", VARIABLES.values(), ids=VARIABLES.keys())
+def test_a_cuda_environment_variable_spelled_any_way_is_found(source):
+    first_pass, whole = _alone("CUD502", "import os\n\n\n" + source)
+    assert [f.code for f in whole.findings] == ["CUD502"]
+    assert first_pass.findings == whole.findings
+
+
+BACKENDS = {
+    "an alias of jax": "import jax as j\n\n\ndef f():\n    return j.devices('GPU')\n",
+    "an alias of its function": (
+        "from jax import local_devices as ld\n\n\ndef f():\n    return ld(backend='cuda')\n"
+    ),
+    "an escape": "import jax\n\n\ndef f(g):\n    return jax.jit(g, backend='\\x67pu')\n",
+}
+
+
+@pytest.mark.parametrize("source", BACKENDS.values(), ids=BACKENDS.keys())
+def test_jax_on_the_gpu_backend_is_found(source):
+    first_pass, whole = _alone("CUD202", source)
+    assert [f.code for f in whole.findings] == ["CUD202"]
+    assert first_pass.findings == whole.findings
+
+
+def test_jax_without_a_backend_is_not_read():
+    source = ("import jax\n\n\ndef to_jax(x):\n    return jax.numpy.asarray(x.numpy())\n\n\n"
+              "def gpus():\n    return jax.devices('gpu')\n")
+    first_pass, whole = _alone("CUD202", source)
+    assert first_pass.module is not None and "def to_jax" not in first_pass.module.code
+    assert [(f.code, f.location.row) for f in whole.findings] == [("CUD202", 9)]
+    assert first_pass.findings == whole.findings

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint import data
+from cudalint.engine.prefilter import caseless, word
 
 if TYPE_CHECKING:
     from cudalint.engine.context import PythonContext
@@ -113,10 +114,16 @@ def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
     return isinstance(expr, cst.Name) and names_cuda_flag(expr.value)
 
 
-# What a flag's name starts with when it says that CUDA is in use, and what a probe names
-# besides the word `cuda` (`x.is_cuda`): the terms of the rules that read probes.
+# What a flag's name starts with when it says that CUDA is in use (in any case).
 CUDA_FLAGS = ("use_cuda", "has_cuda", "cuda_avail")
-PROBE_TERMS = (*CUDA_FLAGS, "is_cuda")
+# What a probe names besides the word `cuda` (the terms of the rules that read probes): a
+# flag (`names_cuda_flag`: `use_cuda`, `USE_CUDA`, `CUDA_AVAILABLE`, `Cuda`) or `x.is_cuda`.
+# It starts with one character class, as prefilter.caseless_word's patterns do.
+PROBE_PATTERN = (
+    rf"[uUhHcC](?<![A-Za-z0-9_].)(?:(?<=[uU]){caseless('se_cuda')}|(?<=[hH]){caseless('as_cuda')}"
+    rf"|(?<=[cC]){caseless('uda')}(?:{caseless('_avail')}|(?![A-Za-z0-9_])))"
+    rf"|{word('is_cuda')}"
+)
 
 
 def names_cuda_flag(name: str) -> bool:

@@ -55,8 +55,8 @@ class CudaOnlyApi(ApiUseRule):
     message = "CUDA-only torch API"
     severity = Severity.ERROR
     site_severities = (Severity.WARNING, Severity.INFO)
-    keywords = ("CUDA",)
-    words = frozenset({"cuda"})
+    # `torch.cuda.<name>`, `torch.version.cuda`, `ProfilerActivity.CUDA`: not `dtypesIfCUDA`
+    words = frozenset({"cuda", "CUDA"})
     VALID = (
         "ok = torch.cuda.is_available()\n",
         "try:\n    run()\nexcept torch.cuda.OutOfMemoryError:\n    pass\n",

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from cudalint.engine.guards import (
-    PROBE_TERMS,
+    PROBE_PATTERN,
     is_cuda_absence,
     is_cuda_probe,
     last_statement,
     stops_program,
 )
+from cudalint.engine.prefilter import Terms
 from cudalint.rules.base import Invalid, PythonRule
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import Settings
 
 
 class CudaRequired(PythonRule):
@@ -41,7 +47,6 @@ class CudaRequired(PythonRule):
     code = "CUD112"
     name = "cuda-required"
     message = "Hard CUDA requirement stops the program on a Mac"
-    keywords = PROBE_TERMS
     words = frozenset({"cuda"})
     VALID = (
         "if not torch.cuda.is_available():\n    device = 'cpu'\n",
@@ -69,6 +74,12 @@ class CudaRequired(PythonRule):
         Invalid("import os\nif not torch.cuda.is_available():\n    os._exit(1)\n"),
         Invalid("if not torch.cuda.is_available():\n    quit()\n"),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        """A requirement tests a probe (`guards.is_cuda_probe`): `torch.cuda`'s, a flag in any
+        case (`USE_CUDA`, `cuda_available`), `x.is_cuda`, or a device against `"cuda"`."""
+        return Terms(words=cls.words, patterns=(PROBE_PATTERN,))
 
     def visit_Assert(self, node: cst.Assert) -> None:
         if is_cuda_probe(self.ctx, node.test):

@@ -9,7 +9,7 @@ import libcst as cst
 
 from cudalint.engine import traversal
 from cudalint.engine.guards import (
-    PROBE_TERMS,
+    PROBE_PATTERN,
     is_cuda_absence,
     is_cuda_probe,
     names_cuda_flag,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 # What a choice's test names besides the word `cuda` (`use_cuda`, `x.is_cuda`, an alias of
 # `torch.cuda.is_available`): with an escape (`"\\x63uda"`), the choice names no `cuda`.
-_TESTS = "|".join(("is_available", *PROBE_TERMS))
+_TESTS = rf"{word('is_available')}|{PROBE_PATTERN}"
 _MPS_PROBES = frozenset({"torch.backends.mps.is_available", "torch.backends.mps.is_built"})
 
 

@@ -5,18 +5,27 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
+from cudalint.engine.prefilter import LETTER_ESCAPE, Terms, caseless, word
 from cudalint.finding import Severity
 from cudalint.rules import tables
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import arguments, availability, imported
 
+if TYPE_CHECKING:
+    from cudalint.engine.context import Settings
+
 # Tests that mean "a GPU is there": `if use_gpu:`, `if faiss.get_num_gpus():`,
 # `if "CUDAExecutionProvider" in ort.get_available_providers():`.
 _GPU_WORDS = ("gpu", "cuda")
+# A string whose value may be jax's GPU backend (`_backend`: lower-cased, "gpu" or "cuda"),
+# written out or through an escape, or an import (of jax, under another name).
+_BACKEND_OR_IMPORT = (
+    rf"['\"](?:{caseless('gpu')}|{caseless('cuda')})['\"]|{LETTER_ESCAPE.pattern}|{word('import')}"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,7 +104,7 @@ class CudaOnlyLibraryUse(PythonRule):
     name = "cuda-only-library-use"
     site_severities = (Severity.WARNING,)
     message = "CUDA-only use of a portable library"
-    keywords = ("faiss", "ExecutionProvider", "jax")
+    keywords = ("faiss", "ExecutionProvider")
     VALID = (
         "import faiss\nindex = faiss.IndexFlatL2(64)\nn = faiss.get_num_gpus()\n",
         "import onnxruntime as ort\n"
@@ -127,6 +136,13 @@ class CudaOnlyLibraryUse(PythonRule):
         Invalid("import jax\nf = jax.jit(f, backend='gpu')\n"),
         Invalid("import faiss\nif use_gpu:\n    index = faiss.index_cpu_to_gpu(res, 0, index)\n"),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        """faiss's GPU API and the providers by their names; jax's backend where a text
+        names jax and a string the backend may be (`"gpu"`, `'CUDA'`, an escape), or imports
+        it (an alias of `jax` or of `jax.devices` is followed): not any use of jax."""
+        return Terms(cls.keywords, together=((word("jax"), _BACKEND_OR_IMPORT),))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative or isinstance(node.names, cst.ImportStar):

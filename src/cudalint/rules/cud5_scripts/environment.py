@@ -6,13 +6,19 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.prefilter import GAP, Terms
+from cudalint.engine.prefilter import word as whole_word
 from cudalint.finding import Finding, Severity
 from cudalint.kinds import SCRIPT_RULE_KINDS, FileKind, SourceFile
 from cudalint.rules import tables
 from cudalint.rules.base import FileRule, Invalid, PythonRule, Valid
+
+if TYPE_CHECKING:
+    from cudalint.engine.context import Settings
 
 _SELECTS = "selects NVIDIA GPUs; MPS and the CPU ignore it: choose the device in code"
 _TOOLKIT = "points at the CUDA toolkit, which a Mac does not have"
@@ -48,6 +54,12 @@ _NAMED = frozenset(name for name, _, _ in _VARIABLES if "*" not in name)
 _SEARCH_PATHS = frozenset({"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"})
 _CUDA_PATH_ENTRY = re.compile(r"/usr/local/cuda|\$\{?CUDA_(?:HOME|PATH)")
 _OFF = frozenset({"", "0", "false", "no", "off"})
+# A name holding `CUDA` that `judge` may know: `CUDA` after no letter or digit (`FORCE_CUDA`),
+# then capitals, digits and underscores.
+_CUDA_NAME = r"CUDA(?<![A-Za-z0-9]CUDA)[A-Z0-9_]*"
+# Such a name ending its string, or before an escape in it; or a variable read in a value
+# (`"$CUDA_HOME/bin"`, `"${CUDA_PATH}"`: `_CUDA_PATH_ENTRY`).
+_CUDA_VARIABLE = rf"{_CUDA_NAME}(?:['\"\\]|(?<=\$CUDA_)|(?<=\{{CUDA_))"
 
 
 def judge(name: str, value: str | None = None) -> tuple[str, Severity] | None:
@@ -223,7 +235,7 @@ class CudaEnvironmentAccess(PythonRule):
     primary = False  # documented by the script rule
     message = "CUDA environment variable"
     severity = Severity.INFO
-    keywords = ("CUDA", "NCCL_", "NVIDIA_", "CUDNN_", "CUBLAS_", "/usr/local/cuda")
+    keywords = ("NCCL_", "NVIDIA_", "CUDNN_", "CUBLAS_", "/usr/local/cuda")
     VALID = (
         "import os\nrank = int(os.environ.get('LOCAL_RANK', 0))\n",
         "print('set CUDA_VISIBLE_DEVICES to pick a GPU')\n",
@@ -241,6 +253,15 @@ class CudaEnvironmentAccess(PythonRule):
         Invalid("import os\nif 'CUDA_VISIBLE_DEVICES' in os.environ:\n    pass\n"),
         Invalid("import os\nos.environ['LD_LIBRARY_PATH'] += ':/usr/local/cuda/lib64'\n"),
     )
+
+    @classmethod
+    def prefilter(cls, settings: Settings) -> Terms:
+        """A variable's name is a string (or a keyword of `os.environ.update`) that `judge`
+        knows: one holding `CUDA` ends it or its string (`"CUDA_HOME"`, `"FORCE_CUDA"`,
+        `"CUDA_" "HOME"`, `"CUDA\\x5fHOME"`), or a search path's value names the toolkit
+        (`$CUDA_HOME`, `${CUDA_PATH}`, `/usr/local/cuda`): not `TEST_CUDA`, `dtypesIfCUDA`."""
+        return Terms(cls.keywords, patterns=(_CUDA_VARIABLE,),
+                     together=((rf"{_CUDA_NAME}{GAP}=", whole_word("update")),))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if self.ctx.qualname(node.value) != "os.environ" or len(node.slice) != 1:
