@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -217,32 +218,40 @@ def test_an_error_only_a_compiler_sees_is_no_error_here_either() -> None:
 DEEP = "-" * (MAX_DEPTH + 10) + "1"
 
 
-def test_a_deep_function_the_first_pass_hides_is_not_read_and_the_file_is_checked() -> None:
-    """LibCST never reads it, so its depth cannot hurt; `--fix` (and the editor) read the
-    whole file, where it still makes the file an error line."""
-    source = MOVES + f"def deep():\n    return {DEEP}\n"
-    assert [code for code, *_ in _check(source)] == ["CUD102"]
-    assert _check(source, sparse=False) == [(None, TOO_DEEP, 1, 1)]
-
-
-def test_a_deep_function_the_first_pass_looks_into_is_an_error_line() -> None:
-    """One whose text names a term (in its code, or only in its docstring: `ast` reads it at
-    once), or a name a relevant statement binds (read when the first pass asks)."""
-    named = MOVES + f"def deep(x):\n    return x.cuda() * {DEEP}\n"
+def test_a_deep_unit_the_first_pass_hides_is_not_read_and_the_file_is_checked() -> None:
+    """LibCST never reads it, so its depth cannot hurt: a function naming nothing, one naming
+    a term only in its docstring, a method naming nothing in a class LibCST reads. `--fix`
+    (and the editor) read the whole file, where it still makes the file an error line."""
+    hidden = MOVES + f"def deep():\n    return {DEEP}\n"
     in_prose = MOVES + f'def deep():\n    """Not for .cuda() tensors."""\n    return {DEEP}\n'
+    method = ("import torch\n\n\nclass Net:\n    def to_gpu(self, x):\n"
+              "        return x.cuda()\n\n    def deep(self):\n"
+              f"        return {DEEP}\n")
+    for source in (hidden, in_prose, method):
+        assert [code for code, *_ in _check(source)] == ["CUD102"]
+        assert _check(source, sparse=False) == [(None, TOO_DEEP, 1, 1)]
+
+
+def test_a_deep_unit_the_first_pass_looks_into_is_an_error_line() -> None:
+    """One whose code names a term (`ast` reads it at once), or a name a relevant statement
+    binds (read when the first pass asks)."""
+    named = MOVES + f"def deep(x):\n    return x.cuda() * {DEEP}\n"
     followed = "import torch.cuda as tc\n\n\n" + f"def deep():\n    return tc, {DEEP}\n"
-    for source in (named, in_prose, followed):
+    for source in (named, followed):
         assert _check(source) == _check(source, sparse=False) == [(None, TOO_DEEP, 1, 1)]
 
 
-def test_a_check_leaves_the_hidden_functions_unread() -> None:
+def test_a_check_leaves_the_hidden_functions_unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    trees: list[ast.Module | None] = []
+    parse = lazy_ast.parse
+
+    def kept(data: bytes, looked_into: Callable[[bytes], bool]) -> ast.Module | None:
+        trees.append(parse(data, looked_into))
+        return trees[-1]
+
+    monkeypatch.setattr(lazy_ast, "parse", kept)
     source = MOVES + "def f():\n    return 1\n\n\nclass C:\n    def m(self):\n        pass\n"
-    data = source.encode()
-    within = PREFILTER.within(data)
-    assert within is not None
-    tree = _compiled(data, PATH, prefilter=within)
-    assert isinstance(tree, ast.Module)
-    result = lint_python(data, PATH, RULES, SETTINGS, prefilter=PREFILTER, tree=tree)
+    assert [code for code, *_ in _check(source)] == ["CUD102"]
+    [tree] = trees
+    assert tree is not None
     assert [_pending(node) for node in _placeholders(tree)] == [True, True]
-    assert [f.code for f in result.findings] == ["CUD102"]
-    assert _check(source) == _check(source, sparse=False)

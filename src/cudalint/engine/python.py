@@ -78,13 +78,13 @@ TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep; cudalint does not ch
 
 
 def _compiled(data: bytes, path: Path, tree: ast.Module | None = None,
-              prefilter: Prefilter | None = None) -> ast.Module | Finding:
+              prefilter: Prefilter | None = None, *, lazy: bool = True) -> ast.Module | Finding:
     """The module as `ast` reads it, or the error finding of a file it refuses or that is
-    nested too deep. `prefilter`: the first pass's terms, where it hides what names none
-    (cudalint.engine.lazy_ast: a top-level function or class whose text names none is not
-    read yet, nor its depth checked: LibCST reads it only if the first pass looks into it,
-    `_read_too_deep`)."""
-    if tree is None and prefilter is not None:
+    nested too deep. `prefilter`: the first pass's terms, where it hides what names none: a
+    top-level function or class whose text names none is not read yet (with `lazy`:
+    cudalint.engine.lazy_ast), and the depth is checked after the first pass, of what LibCST
+    reads alone (`read_too_deep`)."""
+    if tree is None and prefilter is not None and lazy:
         tree = lazy_ast.parse(data, prefilter.matches)
     if tree is None:
         try:
@@ -96,18 +96,17 @@ def _compiled(data: bytes, path: Path, tree: ast.Module | None = None,
             return error_finding(path, f"could not decode the file: {one_line(error)}")
         except (RecursionError, MemoryError):
             return error_finding(path, TOO_DEEP)
-    read = [node for node in tree.body if not lazy_ast.is_placeholder(node)]
-    checked = tree if len(read) == len(tree.body) else ast.Module(body=read, type_ignores=[])
-    return error_finding(path, TOO_DEEP) if _deeper_than(checked, MAX_DEPTH, data) else tree
+    if prefilter is not None:
+        return tree
+    return error_finding(path, TOO_DEEP) if _deeper_than(tree, MAX_DEPTH, data) else tree
 
 
-def _read_too_deep(tree: ast.Module, hidden: list[Unit], data: bytes) -> bool:
-    """Whether a top-level function or class `ast` had not read at first (`_compiled`), and
-    that LibCST reads, is nested deeper than cudalint checks."""
-    skipped = {id(unit.node) for unit in hidden}
-    read = [node for node in tree.body
-            if lazy_ast.is_placeholder(node) and id(node) not in skipped]
-    return bool(read) and _deeper_than(ast.Module(body=read, type_ignores=[]), MAX_DEPTH, data)
+def read_too_deep(tree: ast.Module, hidden: list[Unit], data: bytes) -> bool:
+    """Whether what LibCST reads of `tree` (all but the `hidden` units) is nested deeper than
+    cudalint checks: a unit it does not read cannot hurt it, however deep."""
+    skipped = frozenset(id(unit.node) for unit in hidden)
+    read = [node for node in tree.body if id(node) not in skipped]
+    return _deeper_than(ast.Module(body=read, type_ignores=[]), MAX_DEPTH, data, skipped)
 
 
 def _null_bytes_reason(data: bytes) -> str:
@@ -123,13 +122,15 @@ def too_deep(tree: ast.AST, data: bytes) -> bool:
     return _deeper_than(tree, MAX_DEPTH, data)
 
 
-def _deeper_than(tree: ast.AST, limit: int, data: bytes) -> bool:
+def _deeper_than(tree: ast.AST, limit: int, data: bytes,
+                 skipped: frozenset[int] = frozenset()) -> bool:
     """Whether the tree is deeper than `limit`. Each level of an expression takes at least one
     character of its text (`-x`, `a.b`, `f(x)`), and so does each level of a statement (a
     block's header, an `except`), an argument or a pattern, but for a statement that is an
     expression and nothing else (one more level): a node whose text is too short to reach
     the limit is not walked, which leaves most of a file's nodes alone; nor is a context or
-    an operator (`Load`, `Add`), which holds nothing."""
+    an operator (`Load`, `Add`), which holds nothing. `skipped`: the ids of nodes not to
+    walk (methods LibCST does not read)."""
     starts = list(accumulate(map(len, data.splitlines(keepends=True)), initial=0))
     stack = [(tree, 1)]
     while stack:
@@ -141,7 +142,7 @@ def _deeper_than(tree: ast.AST, limit: int, data: bytes) -> bool:
                     continue
                 if depth >= limit:  # the child is deeper than the limit
                     return True
-                if isinstance(child, HOLDING_NOTHING):
+                if isinstance(child, HOLDING_NOTHING) or id(child) in skipped:
                     continue
                 margin = _margin(type(child))
                 if margin is None or depth + 1 + _span(child, starts) + margin > limit:  # type: ignore[arg-type]
@@ -210,11 +211,11 @@ def lint_python(
         else _compiled(data, path, tree, prefilter if lazy else None)
     if isinstance(compiled, Finding):
         return PythonResult([compiled])
-    arguments = (data, path, rules, settings, prefilter, want_edits, cell, sparse, reuse)
+    arguments = (data, path, rules, settings, prefilter, want_edits, cell, sparse, reuse, lazy)
     try:
         return _lint_tree(compiled, *arguments)
     except lazy_ast.Unreadable:  # never seen: a placeholder's lines read otherwise
-        whole = _compiled(data, path)
+        whole = _compiled(data, path, None, prefilter if lazy else None, lazy=False)
         return PythonResult([whole]) if isinstance(whole, Finding) \
             else _lint_tree(whole, *arguments)
 
@@ -222,12 +223,13 @@ def lint_python(
 def _lint_tree(tree: ast.Module, data: bytes, path: Path, rules: Sequence[type[PythonRule]],
                settings: Settings, prefilter: Prefilter | None, want_edits: bool,
                cell: int | None, sparse: bool, reuse: Callable[[Unit], bool] | None,
-               ) -> PythonResult:
+               deferred: bool) -> PythonResult:
+    """`deferred`: the depth is to be checked after the first pass (`_compiled`)."""
     source = data.removeprefix(BOM)
     units = units_of(source, tree) if reuse is not None else []
     hidden, runs = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter \
         else ([], [])
-    if _read_too_deep(tree, hidden, data):
+    if deferred and read_too_deep(tree, hidden, data):
         return PythonResult([error_finding(path, TOO_DEEP)])
     parsed = _parse_cst(blank_runs(blank(source, hidden), runs) if hidden or runs else source,
                         path)
