@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 try:
     from re import _parser as sre  # type: ignore[attr-defined]
@@ -66,8 +66,7 @@ _BOUNDARY = _Boundary()
 Path = tuple[Any, ...]
 
 
-@dataclass(frozen=True)
-class Need:
+class Need(NamedTuple):
     """A substring (`word` False) or a whole identifier (`word` True) a text must hold, in
     either case of its ASCII letters where `caseless`."""
 
@@ -151,11 +150,11 @@ def identifier_like(text: bytes) -> bool:
 
 def _weakest(found: list[tuple[Need, ...]]) -> tuple[tuple[Need, ...], ...]:
     """`found` without a path whose needs hold wherever another's do."""
-    unique = sorted(dict.fromkeys(found), key=len)
-    kept: list[tuple[Need, ...]] = []
-    for needs in unique:
-        if not any(set(other) <= set(needs) for other in kept):
-            kept.append(needs)
+    kept: dict[tuple[Need, ...], frozenset[Need]] = {}
+    for needs in sorted(dict.fromkeys(found), key=len):
+        mine = frozenset(needs)
+        if not any(other <= mine for other in kept.values()):
+            kept[needs] = mine
     return tuple(kept)
 
 

@@ -416,10 +416,11 @@ class _Text:
     def holds(self, keyword: bytes, caseless: bool = False) -> bool:
         """`keyword` is a substring of the text (in either case of its ASCII letters)."""
         joined = self.lower_joined() if caseless else self.joined()
-        for part in _identifier_parts(keyword):
+        parts, whole = _identifier_parts(keyword)
+        for part in parts:
             if part not in joined:
                 return False
-        if identifier_like(keyword):
+        if whole:
             return True
         if not keyword.isascii() and self.isascii():
             return False
@@ -470,12 +471,14 @@ class _Text:
 
 
 @lru_cache(maxsize=512)
-def _identifier_parts(keyword: bytes) -> tuple[bytes, ...]:
-    """The runs of identifier bytes in `keyword` (none when it is one), each of which an
-    identifier of a text holding `keyword` holds."""
+def _identifier_parts(keyword: bytes) -> tuple[tuple[bytes, ...], bool]:
+    """The runs of identifier bytes in `keyword`, each of which an identifier of a text
+    holding `keyword` holds, and whether `keyword` is one (`identifier_like`): then it is
+    in the text exactly where it is in one of the text's identifiers."""
     if identifier_like(keyword):
-        return (keyword,)
-    return tuple(part for part in keyword.translate(_BLANKS).split() if identifier_like(part))
+        return (keyword,), True
+    parts = keyword.translate(_BLANKS).split()
+    return tuple(part for part in parts if identifier_like(part)), False
 
 
 def _all_match(group: tuple[bytes, ...], data: bytes) -> bool:
