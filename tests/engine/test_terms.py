@@ -778,3 +778,26 @@ def test_jax_without_a_backend_is_not_read():
     assert first_pass.module is not None and "def to_jax" not in first_pass.module.code
     assert [(f.code, f.location.row) for f in whole.findings] == [("CUD202", 9)]
     assert first_pass.findings == whole.findings
+
+
+CUDNN = '''\
+import torch
+from torch.backends import cudnn as cd
+
+
+def convolution(x, weight, use_cudnn):
+    return torch._C._get_cudnn_enabled() and use_cudnn
+
+
+def setup():
+    cd.benchmark = True
+'''
+
+
+def test_cudnn_counts_as_the_module_not_inside_other_names():
+    """`use_cudnn` and `_get_cudnn_enabled` set no flag of `torch.backends.cudnn`; the
+    module's alias still counts."""
+    first_pass, whole = _alone("CUD107", CUDNN)
+    assert first_pass.module is not None and "def convolution" not in first_pass.module.code
+    assert [(f.code, f.location.row) for f in whole.findings] == [("CUD107", 10)]
+    assert first_pass.findings == whole.findings

@@ -43,8 +43,9 @@ class CudaBackendFlag(PythonRule):
     name = "cuda-backend-flag"
     message = "CUDA backend flag"
     severity = Severity.INFO
-    keywords = ("cudnn",)
-    words = frozenset({"cuda"})
+    # a setting's `torch.backends.cudnn` or `.cuda` (or an import's alias of it) names the
+    # module as a whole identifier: not `use_cudnn`, `torch._C._get_cudnn_enabled()`
+    words = frozenset({"cuda", "cudnn"})
     VALID = (
         "if torch.backends.cudnn.is_available():\n    pass\n",
         "old = torch.backends.cudnn.benchmark\n",
