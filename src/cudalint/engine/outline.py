@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from cudalint.engine.guards import CUDA_FLAGS
+from cudalint.engine.guards import PROBE_PATTERN
 from cudalint.engine.lazy_ast import parse_quietly
 from cudalint.engine.prefilter import (
     BLOCK_FIELDS,
@@ -523,9 +523,8 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
 # code naming it is read whichever rules run, so that a finding keeps the guard it sits behind
 # (`if not HAS_GPU: sys.exit()` after `HAS_GPU = torch.cuda.is_available()`, a method setting
 # `self.use_cuda`), which the selected rules' own terms need not name.
-_GUARDS = Prefilter(
-    (), words=frozenset({b"cuda", b"is_cuda", b"CUDA_HOME"}),
-    patterns=(rb"(?i)(?<![A-Za-z0-9_])(?:%s)" % b"|".join(f.encode() for f in CUDA_FLAGS),))
+_GUARDS = Prefilter((), words=frozenset({b"cuda", b"CUDA_HOME"}),
+                    patterns=(PROBE_PATTERN.encode(),))
 
 
 def named(prefilter: Prefilter) -> Callable[[bytes], bool]:
