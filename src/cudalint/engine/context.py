@@ -73,6 +73,11 @@ class PythonContext:
             return None if base is None else f"{base}.{expr.attr.value}"
         return None
 
+    def imports_root(self, expr: cst.BaseExpression) -> bool:
+        """The leftmost name of `expr` (`np` in `np.linalg.eig`) is one an import binds."""
+        root = root_name(expr)
+        return root is not None and root.value in self.aliases
+
     def call_name(self, node: cst.Call) -> str | None:
         last = self._last_call
         if last is not None and last[0] is node:
@@ -344,3 +349,11 @@ def _top_level_bindings(module: cst.Module) -> frozenset[str]:
                         t.target.value for t in small.targets if isinstance(t.target, cst.Name)
                     )
     return frozenset(names)
+
+
+def root_name(expr: cst.BaseExpression) -> cst.Name | None:
+    """The name an attribute chain starts from (`a` in `a.b.c`); None when it starts from
+    anything else (a call, a subscript)."""
+    while type(expr) is cst.Attribute:
+        expr = expr.value  # type: ignore[attr-defined]
+    return expr if type(expr) is cst.Name else None  # type: ignore[return-value]

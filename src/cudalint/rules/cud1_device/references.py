@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine import guards
+from cudalint.engine.context import root_name
 from cudalint.rules.base import PythonRule
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi
@@ -93,12 +94,10 @@ def whole_reference(ctx: PythonContext, node: cst.Name | cst.Attribute) -> str |
 def _rooted_in_torch(ctx: PythonContext, node: cst.Attribute) -> bool:
     """The leftmost name of the reference is torch, or an alias of torch or of something in
     it: else its qualified name (`ctx.qualname`) cannot start with `torch.`."""
-    root: cst.BaseExpression = node
-    while type(root) is cst.Attribute:
-        root = root.value  # type: ignore[attr-defined]
-    if type(root) is not cst.Name:
+    root = root_name(node)
+    if root is None:
         return False
-    name = ctx.aliases.get(root.value, root.value)  # type: ignore[attr-defined]
+    name = ctx.aliases.get(root.value, root.value)
     return name is not None and (name == "torch" or name.startswith(_ROOTS))
 
 

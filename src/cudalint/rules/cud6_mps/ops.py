@@ -175,9 +175,7 @@ class OpWithoutMpsKernel(PythonRule):
                    for a in call.args) or self._made_by_torch(receiver)
 
     def _is_import(self, expr: cst.BaseExpression) -> bool:
-        while isinstance(expr, cst.Attribute):
-            expr = expr.value
-        return isinstance(expr, cst.Name) and expr.value in self.ctx.aliases
+        return self.ctx.imports_root(expr)
 
     def _made_by_torch(self, expr: cst.BaseExpression) -> bool:
         """`torch.randn(3).mode()`, or `t.mode()` after `t = torch.randn(3)` in the module."""

@@ -147,9 +147,7 @@ class PinnedMemory(TracksAssignments):
 
     def _is_import(self, receiver: cst.BaseExpression) -> bool:
         """`_utils.pin_memory.pin_memory(data)`: a module's function, not the tensor method."""
-        while isinstance(receiver, cst.Attribute):
-            receiver = receiver.value
-        return isinstance(receiver, cst.Name) and receiver.value in self.ctx.aliases
+        return self.ctx.imports_root(receiver)
 
     def _in_pin_memory_method(self) -> bool:
         """A batch class's own `pin_memory()`: the DataLoader calls it only when it pins."""
