@@ -13,6 +13,7 @@ from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, S
 from cudalint.discovery import discover
 from cudalint.engine import project
 from cudalint.engine.cache import Cache, Snapshot, Status, Store, file_status
+from cudalint.engine.collector import HeldOff
 from cudalint.engine.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
 from cudalint.engine.settings import Settings
 from cudalint.finding import Finding, error_finding
@@ -378,7 +379,21 @@ def check_file(
     status: Status | None = None,
 ) -> FileReport:
     """Check one file (from `data` when given: an editor's unsaved buffer, or the file as the
-    run read it, with its `status` before that read)."""
+    run read it, with its `status` before that read), the cyclic garbage collector held off
+    meanwhile (cudalint.engine.collector)."""
+    with HeldOff():
+        return _check_file(path, kind, rules, settings, options, data, status)
+
+
+def _check_file(
+    path: Path,
+    kind: FileKind,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    options: RunOptions,
+    data: bytes | None,
+    status: Status | None,
+) -> FileReport:
     if options.lint_cache is not None:
         return _check_and_store(options.lint_cache, path, kind, rules, settings, options,
                                 data, status)

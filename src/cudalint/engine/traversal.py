@@ -184,7 +184,17 @@ def traverse(
                     visit(value)
         on_leave(node)
 
-    visit(root)
+    try:
+        visit(root)
+    finally:
+        # `visit` refers to itself through its closure: without this, each walk would leave
+        # a cycle holding the callbacks' owners (the rules, their context, the whole tree)
+        # for the cyclic garbage collector to find (cudalint.engine.collector).
+        visit = _visited
+
+
+def _visited(node: cst.CSTNode) -> None:
+    """What `traverse`'s walk becomes once it is over."""
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
@@ -364,4 +374,5 @@ def walk(
     traverse(ctx.module, walker.on_visit, walker.on_leave, ctx.enter_attribute,
              ctx.leave_attribute, prunable([*walker.visits, *walker.leaves]),
              ctx.ATTRIBUTES_OF)
+    ctx.walk_records = {}  # they refer to the rules, which refer to the context: a cycle
     return Reported(walker.reported, list(walker.chains.values()))
