@@ -355,3 +355,74 @@ def test_a_finding_keeps_its_guard_whichever_rules_run(name: str) -> None:
     found = [[(f.code, f.location.row, f.severity) for f in r.findings] for r in results]
     assert found[0] == found[1]
     assert [f.guarded for f in results[0].findings] == [True]
+
+
+# The file names the rules' terms only where no rule reports: a function's docstring and
+# comments, a method's docstring.
+NAMING_ONLY_IN_PROSE = '''\
+"""Data loading."""
+import torch
+
+
+def load(path):
+    """Read a batch; the caller moves it with `.cuda()` or `.to("mps")`."""
+    # not x.cuda() here: the loader stays on the CPU
+    return torch.from_numpy(read_array(path))
+
+
+class Batches:
+    def __iter__(self):
+        """Yields tensors for the `cuda` device, or any other."""
+        return iter([])
+'''
+
+
+def _parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    import cudalint.engine.python as engine
+
+    parsed: list[bytes] = []
+    parse = engine._parse_cst
+
+    def recording(source: bytes, path: Path) -> cst.Module | object:
+        parsed.append(source)
+        return parse(source, path)
+
+    monkeypatch.setattr(engine, "_parse_cst", recording)
+    return parsed
+
+
+def test_libcst_reads_nothing_where_no_statement_names_a_term(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed = _parses(monkeypatch)
+    sparse = _check(NAMING_ONLY_IN_PROSE, sparse=True)
+    assert parsed == []
+    assert sparse.findings == [] == _check(NAMING_ONLY_IN_PROSE, sparse=False).findings
+    assert len(parsed) == 1  # the whole read parsed it, and found nothing either
+
+
+def test_a_guard_alone_is_no_term(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a selection whose terms the file does not name, a statement made of what guards
+    are made of (`torch.cuda.is_available()`) gives LibCST nothing to read: a guard only
+    lowers the severity of a finding that some other statement makes."""
+    source = ("import torch\n\nHAS_GPU = torch.cuda.is_available()\n\n\n"
+              "def scale(x):\n    return x * 2 if HAS_GPU else x\n")
+    rules = tuple(r for r in RULES if r.code == "CUD601")
+    prefilter = Prefilter.for_rules(rules, SETTINGS)
+    parsed = _parses(monkeypatch)
+    result = lint_python(source.encode(), Path("gpu.py"), rules, SETTINGS, prefilter=prefilter)
+    assert (result.findings, parsed) == ([], [])
+    doubled = source.replace("x * 2", "x.double().cuda()")
+    found = lint_python(doubled.encode(), Path("gpu.py"), rules, SETTINGS, prefilter=prefilter)
+    assert [(f.code, f.location.row, f.guarded) for f in found.findings] == \
+        [("CUD601", 7, True)]
+
+
+def test_an_editor_check_of_a_file_naming_no_term_covers_every_unit() -> None:
+    """The language server replaces each unit's findings it kept by those of the units the
+    result says it checked: all of them, so a unit that lost its last term loses its old
+    findings."""
+    result = lint_python(NAMING_ONLY_IN_PROSE.encode(), Path("train.py"), RULES, SETTINGS,
+                         prefilter=PREFILTER, reuse=lambda unit: unit.name == "load")
+    assert [u.name for u in result.units] == ["load", "__iter__"]
+    assert result.checked == result.units
+    assert result.findings == []

@@ -187,19 +187,25 @@ def blanked(data: bytes, tree: ast.Module, prefilter: Prefilter,
     """The units that name nothing the enabled rules look for (cudalint.engine.sparse):
     irrelevant top-level functions and classes, and the irrelevant methods of the others.
     `units`: the module's units (`units_of`), when the caller has them already."""
-    return hidden_parts(data, tree, prefilter, units)[0]
+    parts = hidden_parts(data, tree, prefilter, units)
+    return (units or units_of(data, tree)) if parts is None else parts[0]
 
 
 def hidden_parts(data: bytes, tree: ast.Module, prefilter: Prefilter,
-                 units: list[Unit] | None = None) -> tuple[list[Unit], list[Run]]:
+                 units: list[Unit] | None = None) -> tuple[list[Unit], list[Run]] | None:
     """The units LibCST need not read (`blanked`), and the runs of elements of the relevant
-    tables it need not read (cudalint.engine.runs)."""
+    tables it need not read (cudalint.engine.runs); None where no top-level statement names
+    a term of the rules (what guards are made of, at most): no rule can report anything
+    there, so LibCST need read nothing."""
     lines = data.splitlines(keepends=True)
     statements = []
     for node in tree.body:
         text = b"".join(lines[first_line(node) - 1 : _last_line([node])])
         statements.append(_Statement(None, node, [node], text, identifiers(text)))
-    relevant, reach = _relevant(statements, prefilter)
+    named = _named(statements, prefilter)
+    if not named:
+        return None
+    relevant, reach = _relevant(statements, prefilter, named)
     by_node = {id(unit.node): unit for unit in units or units_of(data, tree)}
     found: list[Unit] = []
     for index, statement in enumerate(statements):
@@ -401,7 +407,8 @@ def _idle_methods(
     members = _statements(pairs, lines)
     return {id(m.node) for m in members
             if isinstance(m.first, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and not _names_a_term(m, prefilter) and not reach.reads_statement(m)}
+            and not _names_a_term(m, prefilter) and not _names_a_guard(m)
+            and not reach.reads_statement(m)}
 
 
 def _parse(data: bytes) -> ast.Module | None:
@@ -464,14 +471,22 @@ class _Reach:
                           first_line(statement.first))
 
 
-def _relevant(statements: list[_Statement], prefilter: Prefilter) -> tuple[set[int], _Reach]:
-    """The top-level statements naming something the rules look for, and the names they bind
-    where a rule follows them (a statement using one of those names is relevant too, a
-    function or class where it names what that rule needs besides: `Terms.follow`): an
-    import's aliases for every rule, assigned names for the rules that follow assignments
-    (`Follower`)."""
+def _named(statements: list[_Statement], prefilter: Prefilter) -> set[int]:
+    """The top-level statements naming a term of the rules (what a guard is made of does not
+    count: it only makes a finding a guarded one)."""
+    return {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
+
+
+def _relevant(statements: list[_Statement], prefilter: Prefilter,
+              named: set[int] | None = None) -> tuple[set[int], _Reach]:
+    """The top-level statements naming something the rules look for (`named`, when the
+    caller has them), and the names they bind where a rule follows them (a statement using
+    one of those names is relevant too, a function or class where it names what that rule
+    needs besides: `Terms.follow`): an import's aliases for every rule, assigned names for the
+    rules that follow assignments (`Follower`)."""
     everything = set(range(len(statements)))
-    relevant = {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
+    named = _named(statements, prefilter) if named is None else named
+    relevant = named | {i for i in everything - named if _names_a_guard(statements[i])}
     followers = prefilter.followers()
     sites: dict[int, list[_Site]] = {}
     reach = _Reach(followers)
@@ -511,11 +526,19 @@ def _is_unit(statement: _Statement) -> bool:
 
 def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
     """A function or class counts by its code (cudalint.engine.prefilter), any other
-    statement by its text; what names a guard counts for every rule (`_looked_into`)."""
-    if isinstance(statement.first, _SKIPPABLE) and len(statement.nodes) == 1:
-        return _looked_into(prefilter, statement.text, statement.first,
-                            first_line(statement.first), statement.words)
-    return prefilter.matches(statement.text, statement.words) or _GUARDS.matches(statement.text)
+    statement by its text."""
+    if _is_unit(statement):
+        return prefilter.matches_code(statement.text, statement.first,
+                                      first_line(statement.first), statement.words)
+    return prefilter.matches(statement.text, statement.words)
+
+
+def _names_a_guard(statement: _Statement) -> bool:
+    """What names a guard counts for every rule (`_looked_into`)."""
+    if _is_unit(statement):
+        return _GUARDS.matches_code(statement.text, statement.first,
+                                    first_line(statement.first), statement.words)
+    return _GUARDS.matches(statement.text)
 
 
 # What the guards around a finding are made of (cudalint.engine.guards:

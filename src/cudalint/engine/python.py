@@ -227,8 +227,12 @@ def _lint_tree(tree: ast.Module, data: bytes, path: Path, rules: Sequence[type[P
     """`deferred`: the depth is to be checked after the first pass (`_compiled`)."""
     source = data.removeprefix(BOM)
     units = units_of(source, tree) if reuse is not None else []
-    hidden, runs = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter \
+    parts = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter \
         else ([], [])
+    if parts is None:  # no statement names a term of the rules: none can report anything
+        every = tuple(leaves(units))
+        return PythonResult([], units=every, checked=every)
+    hidden, runs = parts
     if deferred and read_too_deep(tree, hidden, data):
         return PythonResult([error_finding(path, TOO_DEEP)])
     parsed = _parse_cst(blank_runs(blank(source, hidden), runs) if hidden or runs else source,
@@ -255,10 +259,14 @@ def _lint_tree(tree: ast.Module, data: bytes, path: Path, rules: Sequence[type[P
 
 
 def _hidden(source: bytes, tree: ast.Module, prefilter: Prefilter, units: list[Unit],
-            reuse: Callable[[Unit], bool] | None) -> tuple[list[Unit], list[Run]]:
+            reuse: Callable[[Unit], bool] | None) -> tuple[list[Unit], list[Run]] | None:
     """The units LibCST does not read: those the first pass finds irrelevant, and those the
-    caller reuses (never a unit inside another); and the runs of tables it does not read."""
-    found, runs = hidden_parts(source, tree, prefilter, units or None)
+    caller reuses (never a unit inside another); and the runs of tables it does not read.
+    None: no statement names a term of the rules (`hidden_parts`)."""
+    parts = hidden_parts(source, tree, prefilter, units or None)
+    if parts is None:
+        return None
+    found, runs = parts
     if reuse is None:
         return found, runs
     skipped = {id(unit.node) for unit in found}
