@@ -255,3 +255,20 @@ def test_a_check_leaves_the_hidden_functions_unread(monkeypatch: pytest.MonkeyPa
     [tree] = trees
     assert tree is not None
     assert [_pending(node) for node in _placeholders(tree)] == [True, True]
+
+
+def test_a_function_is_judged_by_its_own_lines_not_the_comments_after_it() -> None:
+    """A piece runs to the next statement at column 0, so the comments after a function are
+    in its piece; the first pass judges the function by the lines its placeholder spans, the
+    text `outline.hidden_parts` reads of it (which then trusts the placeholder to name
+    nothing)."""
+    from cudalint.engine.outline import named
+
+    source = (b"import torch\n\n\ndef scale(x):\n    return x * 2\n\n"
+              b"# the cuda path: x.cuda() below\n\n\ndef move(x):\n    return x.cuda()\n")
+    tree = lazy_ast.parse(source, named(PREFILTER.within(source)))
+    assert tree is not None
+    assert [(node.name, node.end_lineno) for node in _placeholders(tree)] == [("scale", 5)]
+    assert _dump(tree) == _dump(ast.parse(source))
+    result = lint_python(source, PATH, RULES, SETTINGS, prefilter=PREFILTER)
+    assert [(f.code, f.location.row) for f in result.findings] == [("CUD102", 11)]

@@ -205,7 +205,10 @@ def _pieces(data: bytes, lines: list[bytes], looked_into: Callable[[bytes], bool
         last = ends[min(head, len(starts) - 1)] - 1
         piece = _Piece(starts[index], last)
         found = _HEAD.match(lines[starts[head] - 1]) if head < len(starts) else None
-        if found is not None and not looked_into(b"".join(lines[piece.first - 1 : last])):
+        # judged by the lines its placeholder spans, the text the first pass reads of it
+        end = _end(lines, piece.first, last) if found is not None else None
+        if found is not None and end is not None \
+                and not looked_into(b"".join(lines[piece.first - 1 : end])):
             piece.head, piece.name = starts[head], found[3].decode()
             piece.kind = LazyClassDef if found[2] == b"class" \
                 else LazyAsyncFunctionDef if found[1] else LazyFunctionDef

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from cudalint.engine.guards import PROBE_PATTERN
-from cudalint.engine.lazy_ast import parse_quietly
+from cudalint.engine.lazy_ast import is_placeholder, parse_quietly
 from cudalint.engine.prefilter import (
     BLOCK_FIELDS,
     HOLDING_NOTHING,
@@ -131,13 +131,26 @@ def _position(nodes: Sequence[cst.CSTNode], wanted: cst.CSTNode | None) -> int |
     return next((i for i, n in enumerate(nodes) if n is wanted), None)
 
 
-@dataclass
 class _Statement:
-    node: cst.CSTNode | None  # None: the first pass before LibCST (`blanked`)
-    first: ast.stmt
-    nodes: list[ast.stmt]
-    text: bytes
-    words: set[bytes]
+    """A top-level statement (or a class's member): its LibCST node (None: the first pass
+    before LibCST, `hidden_parts`), its `ast` nodes, its text and that text's identifiers,
+    found when first asked for (most placeholders are never asked: `_names_a_term`)."""
+
+    __slots__ = ("_words", "first", "node", "nodes", "text")
+
+    def __init__(self, node: cst.CSTNode | None, first: ast.stmt, nodes: list[ast.stmt],
+                 text: bytes) -> None:
+        self.node = node
+        self.first = first
+        self.nodes = nodes
+        self.text = text
+        self._words: set[bytes] | None = None
+
+    @property
+    def words(self) -> set[bytes]:
+        if self._words is None:
+            self._words = identifiers(self.text)
+        return self._words
 
 
 def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
@@ -201,7 +214,7 @@ def hidden_parts(data: bytes, tree: ast.Module, prefilter: Prefilter,
     statements = []
     for node in tree.body:
         text = b"".join(lines[first_line(node) - 1 : _last_line([node])])
-        statements.append(_Statement(None, node, [node], text, identifiers(text)))
+        statements.append(_Statement(None, node, [node], text))
     named = _named(statements, prefilter)
     if not named:
         return None
@@ -374,7 +387,7 @@ def _statements(pairs: list[tuple[cst.CSTNode, list[ast.stmt]]], lines: list[byt
     statements = []
     for statement, group in pairs:
         text = b"".join(lines[first_line(group[0]) - 1 : _last_line(group)])
-        statements.append(_Statement(statement, group[0], group, text, identifiers(text)))
+        statements.append(_Statement(statement, group[0], group, text))
     return statements
 
 
@@ -499,7 +512,8 @@ def _relevant(statements: list[_Statement], prefilter: Prefilter,
                 _bind(site, reach, grown)
         found = grown.names()
         more = {i for i in everything - relevant if not found.isdisjoint(statements[i].words)
-                and (not _is_unit(statements[i]) or grown.reads_statement(statements[i]))}
+                and (not _is_unit(statements[i]) or grown.reads_statement(statements[i]))} \
+            if found else set()
         if not more and grown.within(reach):
             return relevant, reach
         for known, names in zip(reach.bound, grown.bound, strict=True):
@@ -526,7 +540,10 @@ def _is_unit(statement: _Statement) -> bool:
 
 def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
     """A function or class counts by its code (cudalint.engine.prefilter), any other
-    statement by its text."""
+    statement by its text. A placeholder names nothing: the lazy read made it of a text
+    naming neither a term nor a guard (`named`), this statement's text."""
+    if is_placeholder(statement.first):
+        return False
     if _is_unit(statement):
         return prefilter.matches_code(statement.text, statement.first,
                                       first_line(statement.first), statement.words)
@@ -535,6 +552,8 @@ def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
 
 def _names_a_guard(statement: _Statement) -> bool:
     """What names a guard counts for every rule (`_looked_into`)."""
+    if is_placeholder(statement.first):
+        return False
     if _is_unit(statement):
         return _GUARDS.matches_code(statement.text, statement.first,
                                     first_line(statement.first), statement.words)
