@@ -11,8 +11,9 @@
   check vs that cold ruff run: limit 0.3x (aim 0.1x)
 - with --lsp, benchmarks/bench_lsp.py prints the language server's figures after these.
 
-The whole package is checked cold once (`--repeat` applies to the rest), under
-`--whole-timeout` seconds: a run cut short prints its ratio as a lower bound (`>`).
+A tree's cold check and ruff's are timed in turn, `--repeat` rounds (each cold check of the
+whole package under `--whole-timeout` seconds: a run cut short prints its ratio as a lower
+bound, `>`); the cached check runs after one more run has filled the cache.
 Every command runs once untimed first, with bytecode writing allowed, so that start-up is
 timed as an installed cudalint starts (from .pyc files), not as it compiles its sources.
 cudalint is timed as the `cudalint` console script installed beside this Python, as users run
@@ -193,7 +194,10 @@ def small_file_figure(folder: Path, repeat: int) -> Figure:
 
 def tree_figures(target: Path, repeat: int, cache: Path,
                  cold_timeout: float | None = None) -> list[Figure]:
-    """A cold and a cached check of `target`, each against ruff's cold check of it."""
+    """A cold and a cached check of `target`, each against ruff's cold check of it. The cold
+    checks and ruff's are timed in turn, round after round, so that a change in the machine's
+    speed (which drifts by a third within minutes on a shared machine) hits both alike; the
+    figure is the median of each, and the rounds' own ratios are printed beside it."""
     ruff = shutil.which("ruff")
     if ruff is None:
         print("ruff is not installed: no tree figures")
@@ -201,23 +205,31 @@ def tree_figures(target: Path, repeat: int, cache: Path,
     ruff_command = [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet",
                     str(target)]
     _warm(ruff_command)
-    reference = _time(ruff_command, repeat)
     name = "ruff check --select ALL --no-cache"
+    label = target.name if target.name != "torch" else "the torch package"
     env = {**ENV, "CUDALINT_CACHE_DIR": str(cache)}
     command = [*CUDALINT, "--output-format", "concise", str(target)]
-    cut_short = False
+    cold_command = [*CUDALINT, "--no-cache", "--output-format", "concise", str(target)]
     if cold_timeout is None:
-        cold = _time([*CUDALINT, "--no-cache", "--output-format", "concise", str(target)],
-                     repeat)
-        _time(command, 1, env)  # fills the cache
-    else:  # one cold run, the one that fills the cache
-        cold = _time(command, 1, env, timeout=cold_timeout)
-        cut_short = cold >= cold_timeout
-    label = target.name if target.name != "torch" else "the torch package"
+        _warm(cold_command)
+    references, colds = [], []
+    for _ in range(repeat):
+        references.append(_time(ruff_command, 1))
+        colds.append(_time(cold_command, 1, timeout=cold_timeout))
+    reference, cold = statistics.median(references), statistics.median(colds)
+    cut_short = cold_timeout is not None and cold >= cold_timeout
+    ratios = sorted(c / r for c, r in zip(colds, references, strict=True))
+    print(f"cold check of {label}, {repeat} alternated rounds ({_load()}): cudalint "
+          f"{', '.join(f'{c:.2f}' for c in colds)} s; ruff "
+          f"{', '.join(f'{r:.2f}' for r in references)} s; round by round "
+          f"{ratios[0]:.2f}x to {ratios[-1]:.2f}x")
     figures = [Figure(f"cold check of {label}", cold, name, reference, 3.0, cut_short)]
     if cut_short:
-        print(f"the cold check of {label} was stopped: the cache is partial, no cached figure")
+        print(f"the cold check of {label} was stopped: no cached figure")
         return figures
+    filled = _time(command, 1, env, timeout=cold_timeout)
+    print(f"  the first check with the cache, which fills it: {filled:.2f} s "
+          f"({filled / reference:.2f}x)")
     cached = _time(command, repeat, env)
     return [*figures, Figure(f"cached check of {label}", cached, name, reference, 0.3)]
 
