@@ -149,6 +149,7 @@ class _Piece:
     head: int = 0  # a function's or class's: the line of its `def` or `class`
     kind: _Kind | None = None  # None: read with ast.parse
     name: str = ""
+    end: int = 0  # a function's or class's: its last line neither blank nor a comment alone
 
 
 def parse(data: bytes, looked_into: Callable[[bytes], bool]) -> ast.Module | None:
@@ -209,7 +210,7 @@ def _pieces(data: bytes, lines: list[bytes], looked_into: Callable[[bytes], bool
         end = _end(lines, piece.first, last) if found is not None else None
         if found is not None and end is not None \
                 and not looked_into(b"".join(lines[piece.first - 1 : end])):
-            piece.head, piece.name = starts[head], found[3].decode()
+            piece.head, piece.name, piece.end = starts[head], found[3].decode(), end
             piece.kind = LazyClassDef if found[2] == b"class" \
                 else LazyAsyncFunctionDef if found[1] else LazyFunctionDef
         pieces.append(piece)
@@ -256,8 +257,8 @@ def _placeholder(piece: _Piece, lines: list[bytes]) -> ast.stmt | None:
     such statement named `piece.name` starting at `piece.head` (no other statement can
     start in them: each would be at column 0, so a piece of its own)."""
     assert piece.kind is not None
-    end = _end(lines, piece.first, piece.last)
-    if end is None or end < piece.head:
+    end = piece.end
+    if end < piece.head:
         return None
     try:
         table = _symtable.symtable(b"".join(lines[piece.first - 1 : end]), "<piece>", "exec")

@@ -17,6 +17,7 @@ import ast
 from collections.abc import Callable, Collection, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import libcst as cst
 
@@ -131,26 +132,17 @@ def _position(nodes: Sequence[cst.CSTNode], wanted: cst.CSTNode | None) -> int |
     return next((i for i, n in enumerate(nodes) if n is wanted), None)
 
 
+@dataclass
 class _Statement:
-    """A top-level statement (or a class's member): its LibCST node (None: the first pass
-    before LibCST, `hidden_parts`), its `ast` nodes, its text and that text's identifiers,
-    found when first asked for (most placeholders are never asked: `_names_a_term`)."""
+    node: cst.CSTNode | None  # None: the first pass before LibCST (`hidden_parts`)
+    first: ast.stmt
+    nodes: list[ast.stmt]
+    text: bytes
 
-    __slots__ = ("_words", "first", "node", "nodes", "text")
-
-    def __init__(self, node: cst.CSTNode | None, first: ast.stmt, nodes: list[ast.stmt],
-                 text: bytes) -> None:
-        self.node = node
-        self.first = first
-        self.nodes = nodes
-        self.text = text
-        self._words: set[bytes] | None = None
-
-    @property
+    @cached_property
     def words(self) -> set[bytes]:
-        if self._words is None:
-            self._words = identifiers(self.text)
-        return self._words
+        """Found when first asked for: most placeholders never are (`_names`)."""
+        return identifiers(self.text)
 
 
 def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
@@ -169,7 +161,7 @@ def outline(data: bytes, module: cst.Module, prefilter: Prefilter | None,
         return Outline(starts, frozenset(), nodes)
     lines = data.splitlines(keepends=True)
     statements = _statements(pairs, lines)
-    relevant, reach = _relevant(statements, prefilter)
+    relevant, reach = _relevant(statements, prefilter, _named(statements, prefilter))
     skip: set[int] = set()
     for index, statement in enumerate(statements):
         if index not in relevant:
@@ -420,7 +412,7 @@ def _idle_methods(
     members = _statements(pairs, lines)
     return {id(m.node) for m in members
             if isinstance(m.first, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and not _names_a_term(m, prefilter) and not _names_a_guard(m)
+            and not _names(m, prefilter) and not _names(m, _GUARDS)
             and not reach.reads_statement(m)}
 
 
@@ -487,19 +479,18 @@ class _Reach:
 def _named(statements: list[_Statement], prefilter: Prefilter) -> set[int]:
     """The top-level statements naming a term of the rules (what a guard is made of does not
     count: it only makes a finding a guarded one)."""
-    return {i for i, s in enumerate(statements) if _names_a_term(s, prefilter)}
+    return {i for i, s in enumerate(statements) if _names(s, prefilter)}
 
 
 def _relevant(statements: list[_Statement], prefilter: Prefilter,
-              named: set[int] | None = None) -> tuple[set[int], _Reach]:
-    """The top-level statements naming something the rules look for (`named`, when the
-    caller has them), and the names they bind where a rule follows them (a statement using
-    one of those names is relevant too, a function or class where it names what that rule
-    needs besides: `Terms.follow`): an import's aliases for every rule, assigned names for the
-    rules that follow assignments (`Follower`)."""
+              named: set[int]) -> tuple[set[int], _Reach]:
+    """The top-level statements naming something the rules look for (those `named` names a
+    term, and those naming a guard), and the names they bind where a rule follows them (a
+    statement using one of those names is relevant too, a function or class where it names
+    what that rule needs besides: `Terms.follow`): an import's aliases for every rule,
+    assigned names for the rules that follow assignments (`Follower`)."""
     everything = set(range(len(statements)))
-    named = _named(statements, prefilter) if named is None else named
-    relevant = named | {i for i in everything - named if _names_a_guard(statements[i])}
+    relevant = named | {i for i in everything - named if _names(statements[i], _GUARDS)}
     followers = prefilter.followers()
     sites: dict[int, list[_Site]] = {}
     reach = _Reach(followers)
@@ -538,26 +529,17 @@ def _is_unit(statement: _Statement) -> bool:
     return isinstance(statement.first, _SKIPPABLE) and len(statement.nodes) == 1
 
 
-def _names_a_term(statement: _Statement, prefilter: Prefilter) -> bool:
-    """A function or class counts by its code (cudalint.engine.prefilter), any other
-    statement by its text. A placeholder names nothing: the lazy read made it of a text
-    naming neither a term nor a guard (`named`), this statement's text."""
+def _names(statement: _Statement, terms: Prefilter) -> bool:
+    """The statement names one of `terms` (the rules', or `_GUARDS`): a function or class by
+    its code (cudalint.engine.prefilter), any other statement by its text. A placeholder
+    names nothing: the lazy read made it of a text naming neither a term nor a guard
+    (`named`), this statement's text."""
     if is_placeholder(statement.first):
         return False
     if _is_unit(statement):
-        return prefilter.matches_code(statement.text, statement.first,
-                                      first_line(statement.first), statement.words)
-    return prefilter.matches(statement.text, statement.words)
-
-
-def _names_a_guard(statement: _Statement) -> bool:
-    """What names a guard counts for every rule (`_looked_into`)."""
-    if is_placeholder(statement.first):
-        return False
-    if _is_unit(statement):
-        return _GUARDS.matches_code(statement.text, statement.first,
-                                    first_line(statement.first), statement.words)
-    return _GUARDS.matches(statement.text)
+        return terms.matches_code(statement.text, statement.first, first_line(statement.first),
+                                  statement.words)
+    return terms.matches(statement.text, statement.words)
 
 
 # What the guards around a finding are made of (cudalint.engine.guards:
