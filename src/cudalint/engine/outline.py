@@ -554,7 +554,11 @@ _GUARDS = Prefilter((), words=frozenset({b"cuda", b"CUDA_HOME"}),
 def named(prefilter: Prefilter) -> Callable[[bytes], bool]:
     """Whether a text names a term of `prefilter` or a guard: a function or class whose text
     does not is hidden whole, unread (cudalint.engine.lazy_ast)."""
-    return lambda text: prefilter.matches(text) or _GUARDS.matches(text)
+    def names(text: bytes) -> bool:
+        words = identifiers(text)  # found once for both questions (most texts name neither)
+        return prefilter.matches(text, words) or _GUARDS.matches(text, words)
+
+    return names
 
 
 def _looked_into(prefilter: Prefilter, text: bytes, node: ast.stmt, first: int,
