@@ -412,7 +412,7 @@ def _idle_methods(
     members = _statements(pairs, lines)
     return {id(m.node) for m in members
             if isinstance(m.first, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and not _names(m, prefilter) and not _names(m, _GUARDS)
+            and not _looked_into(prefilter, m.text, m.first, first_line(m.first), m.words)
             and not reach.reads_statement(m)}
 
 
