@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cudalint.config import Config
-from cudalint.engine import project
-from cudalint.engine.runner import FileReport, RunOptions, check_file
+from cudalint.engine.project import facts as project
+from cudalint.engine.running.runner import FileReport, RunOptions, check_file
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
 from cudalint.rules import all_rules

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.config import Config
-from cudalint.engine.runner import FileReport, RunOptions
+from cudalint.engine.running.runner import FileReport, RunOptions
 from cudalint.engine.settings import Settings
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
 

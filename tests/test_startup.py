@@ -25,9 +25,10 @@ _NEVER_WHEN_PIPED = ("rich", "yaml", "elftools", "libcst.matchers", "packaging.r
                      "shutil")
 # (tomllib: the project has no pyproject.toml, and a replayed run reads no data table)
 _NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_device",
-                      "cudalint.engine.python", "concurrent.futures.process", "multiprocessing",
-                      "rich", "packaging", "pathspec", "cudalint.engine.pool",
-                      "cudalint.engine.prefilter", "cudalint.runtime.helper", "shutil",
+                      "cudalint.engine.checkers.python", "concurrent.futures.process",
+                      "multiprocessing",
+                      "rich", "packaging", "pathspec", "cudalint.engine.running.pool",
+                      "cudalint.engine.first_pass.prefilter", "cudalint.runtime.helper", "shutil",
                       "tomllib", "hashlib", "typing", "dataclasses", "inspect", "argparse",
                       "importlib")
 
@@ -71,7 +72,7 @@ def test_a_python_file_imports_no_parser_and_no_rule_module_of_other_kinds(tmp_p
     out, modules = _imported(tmp_path, "--no-cache", "--output-format", "concise", ".")
     assert "CUD102" in out
     assert others and _packages(modules, others) == []
-    assert _packages(modules, ("cudalint.formats", "cudalint.engine.notebook",
+    assert _packages(modules, ("cudalint.formats", "cudalint.engine.checkers.notebook",
                                "packaging")) == []
     # a small run imports the rules its files name the terms of: train.py names float64
     assert "cudalint.rules.cud6_mps.float64" in modules

@@ -87,7 +87,7 @@ class Config(Record):
         exclude: list[str] | None = None,  # None: DEFAULT_EXCLUDE
         extend_exclude: list[str] | None = None,
         exclude_kinds: list[str] | None = None,
-        # "": the standalone helper written into the project (cudalint.engine.helper_place),
+        # "": the standalone helper written into the project (cudalint.engine.project.helper_place),
         # or cudalint.device when the project depends on cudalint.
         helper: str = "",
         target_torch: str = "",  # "": the project's own torch floor, else DEFAULT_TARGET_TORCH

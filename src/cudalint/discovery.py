@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 
 from cudalint.config import Config, project_root
-from cudalint.engine.reader import read_text
+from cudalint.engine.reading.reader import read_text
 from cudalint.kinds import FileKind, classify
 
 

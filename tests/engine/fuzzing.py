@@ -1,7 +1,7 @@
 """Generated programs with CUDA code spliced in, and the properties every run must keep: the
 engine never crashes, every fix parses, fixing is idempotent, and a file without findings is
-left byte for byte, and reading only the relevant functions (cudalint.engine.sparse) finds
-what reading the whole file finds. Shared by the test (a bounded, derandomized run) and
+left byte for byte, and reading only the relevant functions (cudalint.engine.first_pass.sparse)
+finds what reading the whole file finds. Shared by the test (a bounded, derandomized run) and
 scripts/fuzz.py."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import hypothesmith
 from hypothesis import strategies as st
 
 from cudalint.config import Config
-from cudalint.engine import project
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import lint_python
-from cudalint.engine.runner import RunOptions, check_file
+from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.project import facts as project
+from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
@@ -35,7 +35,8 @@ CUDA_LINES = (
 )
 
 
-# Elements of a module-level table (cudalint.engine.runs hides runs of those naming nothing).
+# Elements of a module-level table (cudalint.engine.first_pass.runs hides runs of those naming
+# nothing).
 TABLE_ELEMENTS = (
     "make({i})", "make(\n        {i},\n    )", "(make(\n        {i},\n    ))", "{i}.5",
     "[{i}, 2]", "'cuda:{i}'", "torch.device('cuda')", "x.cuda()", "DEVICE",

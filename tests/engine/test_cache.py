@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.cli import main
-from cudalint.engine.cache import FOLDER
+from cudalint.engine.running.cache import FOLDER
 
 _TRAIN = """\
 import torch
@@ -69,7 +69,7 @@ def test_the_cache_folder_is_tagged_and_ignored(project, capsys):
 
 def test_entries_are_replayed_not_recomputed(project, capsys, monkeypatch):
     _check(capsys, "--output-format", "json")
-    from cudalint.engine import runner
+    from cudalint.engine.running import runner
 
     def no_check(*args, **kwargs):
         raise AssertionError("checked again")
@@ -149,14 +149,14 @@ def test_a_new_target_torch_is_a_new_entry(project, capsys):
 @pytest.fixture
 def settled(monkeypatch):
     """Files count as settled at once (in use, only those changed 2 s before they are read)."""
-    from cudalint.engine import cache
+    from cudalint.engine.running import cache
 
     monkeypatch.setattr(cache, "_SETTLED_NS", -10**12)
 
 
 def _reads(monkeypatch) -> list[str]:
     """The names of the files read from now on."""
-    from cudalint.engine import reader
+    from cudalint.engine.reading import reader
 
     names: list[str] = []
     read = reader.read_regular
@@ -166,8 +166,8 @@ def _reads(monkeypatch) -> list[str]:
         return read(path, limit)
 
     monkeypatch.setattr(reader, "read_regular", counted)
-    from cudalint.engine import project as project_module
-    from cudalint.engine import runner
+    from cudalint.engine.project import facts as project_module
+    from cudalint.engine.running import runner
 
     monkeypatch.setattr(runner, "read_regular", counted)
     monkeypatch.setattr(project_module, "read_regular", counted)
@@ -213,7 +213,7 @@ def test_an_edit_that_keeps_the_size_and_the_modification_time_is_seen(project, 
 
 def test_two_runs_sharing_the_cache_keep_each_others_entries(project, capsys, monkeypatch):
     """A run saves its index merged with what another run saved after it read it."""
-    from cudalint.engine import cache as cache_module
+    from cudalint.engine.running import cache as cache_module
 
     _check(capsys, "--output-format", "json")
     opened = []
@@ -245,7 +245,7 @@ def test_an_edited_cudalint_file_makes_new_keys(tmp_path, monkeypatch):
     import os
 
     import cudalint
-    from cudalint.engine.cache import _installed_files
+    from cudalint.engine.running.cache import _installed_files
 
     package = tmp_path / "cudalint"
     for name in ("__init__.py", "rules/cuda_method.py", "data/table.json", "README.md",

@@ -1,4 +1,4 @@
-"""engine/codegen_positions gives exactly LibCST's PositionProvider positions, for every node
+"""engine/locate/codegen_positions gives exactly LibCST's PositionProvider positions, for every node
 (whitespace included) of modules of every layout, and of a statement generated alone."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from cudalint.engine.codegen_positions import positions_of
+from cudalint.engine.locate.codegen_positions import positions_of
 from tests.engine.test_outline import _LAYOUTS
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ _MORE = {
 }
 _SOURCES = {**_LAYOUTS, **_MORE, **{
     path.name: path.read_text(encoding="utf-8")
-    for path in sorted((_ROOT / "src" / "cudalint" / "engine").glob("[a-p]*.py"))}}
+    for path in sorted((_ROOT / "src" / "cudalint" / "engine").rglob("[a-p]*.py"))}}
 
 
 def _libcst(module: cst.Module) -> dict[cst.CSTNode, object]:

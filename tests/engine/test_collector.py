@@ -1,4 +1,4 @@
-"""The cyclic garbage collector during a check (cudalint.engine.collector): held off while a
+"""The cyclic garbage collector during a check (cudalint.engine.running.collector): held off while a
 file is checked, and left with nothing to find afterwards, since a check's trees are freed by
 reference counting."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine import runner
-from cudalint.engine.collector import HeldOff
-from cudalint.engine.python import lint_python
-from cudalint.engine.runner import RunOptions, check_file
+from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.running import runner
+from cudalint.engine.running.collector import HeldOff
+from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.engine.settings import Settings
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules
@@ -121,8 +121,8 @@ def test_a_checked_module_is_freed_without_the_collector(sparse: bool, collector
     rules and their context."""
     import libcst as cst
 
-    from cudalint.engine.context import PythonContext
-    from cudalint.engine.prefilter import Prefilter
+    from cudalint.engine.first_pass.prefilter import Prefilter
+    from cudalint.engine.walk.context import PythonContext
 
     rules = tuple(r for r in all_rules() if issubclass(r, PythonRule))
     settings = Settings()

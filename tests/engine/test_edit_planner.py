@@ -13,13 +13,14 @@ from typing import Any
 import libcst as cst
 import pytest
 
-from cudalint.engine import fixer, imports, python
-from cudalint.engine.context import Settings
-from cudalint.engine.fixer import EditPlanner
-from cudalint.engine.outline import outline
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import PythonResult, lint_python
-from cudalint.engine.sparse import text_lines
+from cudalint.engine.checkers import python
+from cudalint.engine.checkers.python import PythonResult, lint_python
+from cudalint.engine.first_pass.outline import outline
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.first_pass.sparse import text_lines
+from cudalint.engine.fixes import fixer, imports
+from cudalint.engine.fixes.fixer import EditPlanner
+from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
 

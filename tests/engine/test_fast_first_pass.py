@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudalint.engine.context import Settings
-from cudalint.engine.lazy_ast import parse_quietly
-from cudalint.engine.outline import _nodes
-from cudalint.engine.prefilter import (
+from cudalint.engine.checkers.python import _deeper_than
+from cudalint.engine.first_pass.lazy_ast import parse_quietly
+from cudalint.engine.first_pass.outline import _nodes
+from cudalint.engine.first_pass.prefilter import (
     _STRING_OR_COMMENT,
     HOLDING_NOTHING,
     Prefilter,
@@ -29,8 +29,8 @@ from cudalint.engine.prefilter import (
     statements_in,
     without_prose,
 )
-from cudalint.engine.python import _deeper_than
-from cudalint.engine.sparse import first_line
+from cudalint.engine.first_pass.sparse import first_line
+from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
 

@@ -15,7 +15,8 @@ import pytest
 
 from cudalint.cli import main
 from cudalint.config import Config
-from cudalint.engine import imports, project
+from cudalint.engine.fixes import imports
+from cudalint.engine.project import facts as project
 from tests.lint import run_on
 
 

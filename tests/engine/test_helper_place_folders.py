@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cudalint.engine import helper_place
+from cudalint.engine.project import helper_place
 
 
 def test_real_folders_are_what_resolve_gives_through_links_and_dot_dots(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.reader import ReadError, read_regular
+from cudalint.engine.reading.reader import ReadError, read_regular
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
 
 CUDA_LINE = "y = torch.zeros(1).cuda()\n"

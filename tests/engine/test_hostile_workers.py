@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine import pool
-from cudalint.engine.runner import KILL_WORKER_ON
+from cudalint.engine.running import pool
+from cudalint.engine.running.runner import KILL_WORKER_ON
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
 
 SOURCE = str(Path(__file__).parents[2] / "src")

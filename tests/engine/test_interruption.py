@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from cudalint.cli import main
-from cudalint.engine import pool, runner
+from cudalint.engine.running import pool, runner
 from tests.engine.fixing_run import GOOD, assert_fixed
 
 SOURCE = str(Path(__file__).parents[2] / "src")
@@ -54,7 +54,7 @@ def test_the_pool_stops_scheduling_and_returns_what_finished():
 def test_workers_die_with_their_parent(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, threading, time
-        from cudalint.engine import pool
+        from cudalint.engine.running import pool
 
         def record(number):
             open(os.path.join({str(tmp_path)!r}, str(os.getpid())), "w").close()

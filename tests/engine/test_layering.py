@@ -17,7 +17,7 @@ print("\\n".join(sorted(m for m in sys.modules if m.startswith("cudalint.rules")
 
 
 def _engine_modules() -> list[str]:
-    found = pkgutil.iter_modules(cudalint.engine.__path__, "cudalint.engine.")
+    found = pkgutil.walk_packages(cudalint.engine.__path__, "cudalint.engine.")
     return [info.name for info in found]
 
 
@@ -28,8 +28,8 @@ def _loaded_rule_modules(modules: list[str]) -> list[str]:
 
 
 def test_every_engine_module_is_listed() -> None:
-    assert {"cudalint.engine.runner", "cudalint.engine.python",
-            "cudalint.engine.notebook"} <= set(_engine_modules())
+    assert {"cudalint.engine.running.runner", "cudalint.engine.checkers.python",
+            "cudalint.engine.checkers.notebook"} <= set(_engine_modules())
 
 
 def test_the_engine_imports_no_rule_module() -> None:

@@ -1,6 +1,6 @@
-"""`ast` reads only what the first pass looks into (cudalint.engine.lazy_ast): a placeholder
-stands in for each top-level function or class naming nothing, and once read it is the node
-`ast.parse` gives; a check gives the same findings, and the same error lines, as before."""
+"""`ast` reads only what the first pass looks into (cudalint.engine.first_pass.lazy_ast): a
+placeholder stands in for each top-level function or class naming nothing, and once read it is the
+node `ast.parse` gives; a check gives the same findings, and the same error lines, as before."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine import lazy_ast
-from cudalint.engine.context import Settings
-from cudalint.engine.lazy_ast import is_placeholder
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import MAX_DEPTH, TOO_DEEP, _compiled, lint_python
-from cudalint.engine.sparse import Hidden, first_line, units_of
+from cudalint.engine.checkers.python import MAX_DEPTH, TOO_DEEP, _compiled, lint_python
+from cudalint.engine.first_pass import lazy_ast
+from cudalint.engine.first_pass.lazy_ast import is_placeholder
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.first_pass.sparse import Hidden, first_line, units_of
+from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
 
@@ -79,7 +79,7 @@ def test_placeholders_read_as_ast_parse_reads_the_file(source: str, newline: str
 
 def _own_files() -> list[Path]:
     return [*sorted((ROOT / "fixtures").rglob("*.py")),
-            *sorted((ROOT / "src" / "cudalint" / "engine").glob("*.py"))]
+            *sorted((ROOT / "src" / "cudalint" / "engine").rglob("*.py"))]
 
 
 @pytest.mark.parametrize("path", _own_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -107,7 +107,7 @@ def _same_as_ast(data: bytes) -> None:
 
 
 def test_most_functions_of_a_real_file_stand_in() -> None:
-    data = (ROOT / "src" / "cudalint" / "engine" / "outline.py").read_bytes()
+    data = (ROOT / "src" / "cudalint" / "engine" / "first_pass" / "outline.py").read_bytes()
     tree = lazy_ast.parse(data, _refuse_all)
     assert tree is not None
     functions = [n for n in ast.parse(data).body
@@ -262,7 +262,7 @@ def test_a_function_is_judged_by_its_own_lines_not_the_comments_after_it() -> No
     in its piece; the first pass judges the function by the lines its placeholder spans, the
     text `outline.hidden_parts` reads of it (which then trusts the placeholder to name
     nothing)."""
-    from cudalint.engine.outline import named
+    from cudalint.engine.first_pass.outline import named
 
     source = (b"import torch\n\n\ndef scale(x):\n    return x * 2\n\n"
               b"# the cuda path: x.cuda() below\n\n\ndef move(x):\n    return x.cuda()\n")

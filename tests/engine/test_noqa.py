@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine import noqa
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import lint_python
+from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.locate import noqa
+from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
 

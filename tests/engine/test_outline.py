@@ -8,10 +8,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cudalint.engine.outline import Outline, outline
-from cudalint.engine.positions import StatementPositions, whole_module_positions
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.traversal import find_all
+from cudalint.engine.first_pass.outline import Outline, outline
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.locate.positions import StatementPositions, whole_module_positions
+from cudalint.engine.walk.traversal import find_all
 from tests.lint import codes_at, findings
 
 _LAYOUTS = {
@@ -191,8 +191,8 @@ _NESTED = {
 
 def _members_of_blocks(module: cst.Module) -> list[tuple[int, tuple[cst.CSTNode, ...]]]:
     """Every statement of an indented block below a top-level statement, with the nodes from
-    that top-level statement down to it (cudalint.engine.traversal.Chain)."""
-    from cudalint.engine.traversal import children
+    that top-level statement down to it (cudalint.engine.walk.traversal.Chain)."""
+    from cudalint.engine.walk.traversal import children
 
     found = []
     for index, top in enumerate(module.body):
@@ -250,8 +250,8 @@ def test_a_chain_ast_reads_otherwise_falls_back_to_the_statements() -> None:
 def test_the_walk_notes_the_innermost_statement_around_each_report() -> None:
     """Each report's chain ends at the line of the function holding it, and leads there
     from the module's statement it is in; a report outside every block has no chain."""
-    from cudalint.engine.context import PythonContext
-    from cudalint.engine.traversal import walk
+    from cudalint.engine.walk.context import PythonContext
+    from cudalint.engine.walk.traversal import walk
     from cudalint.rules import all_rules
 
     source = ("import torch\n\nx = torch.zeros(2).cuda()\n\n\ndef train(model, loader):\n"

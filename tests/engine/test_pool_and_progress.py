@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from cudalint.engine.runner import pool_size
+from cudalint.engine.running.runner import pool_size
 from cudalint.output.progress import DelayedProgress, wants_progress
 
 
@@ -77,7 +77,7 @@ def test_a_run_that_ends_early_shows_no_bar():
 def test_workers_take_the_largest_files_first_and_reports_keep_path_order(tmp_path, monkeypatch):
     """The last file a worker checks is a small one, so the processes end together; the
     reports come back in path order all the same."""
-    from cudalint.engine import pool, runner
+    from cudalint.engine.running import pool, runner
 
     sizes = {"a.py": 10, "b.py": 3_000, "c.py": 300, "d.py": 30_000}
     for name, size in sizes.items():

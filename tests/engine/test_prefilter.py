@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine import sparse
-from cudalint.engine.context import Settings
-from cudalint.engine.outline import blanked
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import lint_python
+from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.first_pass import sparse
+from cudalint.engine.first_pass.outline import blanked
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules, rule_by_code
 from cudalint.rules.base import PythonRule
 

@@ -8,8 +8,9 @@ import re
 import pytest
 
 from cudalint.config import load_config
-from cudalint.engine import project, runner
-from cudalint.engine.runner import RunOptions, check_file
+from cudalint.engine.project import facts as project
+from cudalint.engine.running import runner
+from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules
 

@@ -1,5 +1,6 @@
-"""Runs of a module-level table's elements that LibCST does not read (cudalint.engine.runs):
-the findings, their positions and their fixes are those of a check that reads the whole file."""
+"""Runs of a module-level table's elements that LibCST does not read
+(cudalint.engine.first_pass.runs): the findings, their positions and their fixes are those of a
+check that reads the whole file."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from cudalint.engine.codegen_positions import positions_of
-from cudalint.engine.context import Settings
-from cudalint.engine.outline import hidden_parts
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import PythonResult, lint_python
-from cudalint.engine.runs import MIN_LINES, Tables, blank_runs
+from cudalint.engine.checkers.python import PythonResult, lint_python
+from cudalint.engine.first_pass.outline import hidden_parts
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.first_pass.runs import MIN_LINES, Tables, blank_runs
+from cudalint.engine.locate.codegen_positions import positions_of
+from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
 

@@ -1,4 +1,4 @@
-"""engine/scopes: which values a scope assigns to which names."""
+"""engine/walk/scopes: which values a scope assigns to which names."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cudalint.engine import scopes, traversal
-from cudalint.engine.sparse import Hidden, units_of
+from cudalint.engine.first_pass.sparse import Hidden, units_of
+from cudalint.engine.walk import scopes, traversal
 
 _ROOT = Path(__file__).resolve().parents[2]
 _EVERY_BLOCK = """\
@@ -85,7 +85,7 @@ def _by_visiting(module: cst.Module) -> dict[str, list[cst.BaseExpression]]:
 _SOURCES = {"every kind of block": _EVERY_BLOCK, **{
     path.relative_to(_ROOT).as_posix(): path.read_text(encoding="utf-8")
     for path in [*sorted((_ROOT / "fixtures").rglob("*.py")),
-                 *sorted((_ROOT / "src" / "cudalint" / "engine").glob("*.py"))]}}
+                 *sorted((_ROOT / "src" / "cudalint" / "engine").rglob("*.py"))]}}
 
 
 @pytest.mark.parametrize("source", _SOURCES.values(), ids=_SOURCES.keys())

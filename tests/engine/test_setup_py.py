@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cudalint.engine.setup_py import read_setup
+from cudalint.engine.project.setup_py import read_setup
 from tests.rules.cud3.project import SETUP
 
 

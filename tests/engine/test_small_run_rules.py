@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.cli import main
-from cudalint.engine import runner
+from cudalint.engine.running import runner
 
 _FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -42,7 +42,7 @@ def test_a_few_files_together_choose_the_rules_of_all_of_them(tmp_path, capsys, 
 
 def test_a_fixing_run_imports_every_rule(tmp_path):
     """A fix writes text (`pick_device(0)`) that a rule the file did not name may read."""
-    from cudalint.engine.runner import RunOptions, _read_small_run
+    from cudalint.engine.running.runner import RunOptions, _read_small_run
     from cudalint.engine.settings import Settings
     from cudalint.kinds import FileKind
 

@@ -1,5 +1,5 @@
-"""LibCST reads only the relevant functions (cudalint.engine.sparse): the findings, and their
-fixes, are those of a check that reads the whole file."""
+"""LibCST reads only the relevant functions (cudalint.engine.first_pass.sparse): the findings, and
+their fixes, are those of a check that reads the whole file."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import PythonResult, lint_python
-from cudalint.engine.sparse import blank, leaves, source_segment, text_lines, units_of
+from cudalint.engine.checkers.python import PythonResult, lint_python
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.first_pass.sparse import blank, leaves, source_segment, text_lines, units_of
+from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule
 
@@ -378,7 +378,7 @@ class Batches:
 
 
 def _parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    import cudalint.engine.python as engine
+    import cudalint.engine.checkers.python as engine
 
     parsed: list[bytes] = []
     parse = engine._parse_cst

@@ -1,6 +1,6 @@
-"""The rules' precise terms (cudalint.engine.prefilter: patterns and conjunctions): a file or a
-function naming none is not read, and every spelling a rule reports still names one, so a check
-with the first pass finds what a check of the whole file, without it, finds."""
+"""The rules' precise terms (cudalint.engine.first_pass.prefilter: patterns and conjunctions): a
+file or a function naming none is not read, and every spelling a rule reports still names one, so a
+check with the first pass finds what a check of the whole file, without it, finds."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine import sparse
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import GAP, Prefilter, caseless_word, word
-from cudalint.engine.python import PythonResult, lint_python
+from cudalint.engine.checkers.python import PythonResult, lint_python
+from cudalint.engine.first_pass import sparse
+from cudalint.engine.first_pass.prefilter import GAP, Prefilter, caseless_word, word
+from cudalint.engine.walk.context import Settings
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules, index, rule_by_code
 from cudalint.rules.base import PythonRule

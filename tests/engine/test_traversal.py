@@ -15,10 +15,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cudalint.engine import traversal
-from cudalint.engine.context import PythonContext, Settings
-from cudalint.engine.outline import outline
-from cudalint.engine.prefilter import Prefilter
+from cudalint.engine.first_pass.outline import outline
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.walk import traversal
+from cudalint.engine.walk.context import PythonContext, Settings
 from cudalint.rules import all_rules
 from cudalint.rules.base import PythonRule, iter_examples
 
@@ -99,7 +99,8 @@ def _sources() -> dict[str, str]:
     for rule in _RULES:
         for index, example in enumerate(iter_examples(rule)):
             sources[f"{rule.__name__} example {index}"] = example.code
-    sources["cudalint engine/guards.py"] = (ROOT / "src/cudalint/engine/guards.py").read_text()
+    guards = ROOT / "src/cudalint/engine/walk/guards.py"
+    sources["cudalint engine/walk/guards.py"] = guards.read_text()
     sources["benchmark training file"] = (ROOT / "benchmarks" / "training_file.py").read_text()
     return sources
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cudalint.engine import trusted_parse
+from cudalint.engine.reading import trusted_parse
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

@@ -1,6 +1,6 @@
-"""`Prefilter.within` checks what each pattern needs (cudalint.engine.needs) before it searches
-for it: it answers as the plain search of every term does (tests/engine/within_oracle.py), on
-texts made of the terms' own pieces, on every file of the installed torch, and a pattern is
+"""`Prefilter.within` checks what each pattern needs (cudalint.engine.first_pass.needs) before it
+searches for it: it answers as the plain search of every term does (tests/engine/within_oracle.py),
+on texts made of the terms' own pieces, on every file of the installed torch, and a pattern is
 never ruled out where it matches."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudalint.engine.context import Settings
-from cudalint.engine.needs import Need, needs_of
-from cudalint.engine.prefilter import GAP, Prefilter, _Text, caseless_word, word
+from cudalint.engine.first_pass.needs import Need, needs_of
+from cudalint.engine.first_pass.prefilter import GAP, Prefilter, _Text, caseless_word, word
+from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 from tests.engine import within_oracle
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from cudalint.engine.prefilter import Prefilter, identifiers
+from cudalint.engine.first_pass.prefilter import Prefilter, identifiers
 
 
 def within(prefilter: Prefilter, data: bytes) -> Prefilter | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.training_file import training_file
-from cudalint.engine.sparse import leaves, units_of
+from cudalint.engine.first_pass.sparse import leaves, units_of
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind
 from cudalint.lsp.checker import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.config import load_config
-from cudalint.engine.runner import RunOptions, run
+from cudalint.engine.running.runner import RunOptions, run
 from cudalint.report import audit as audit_module
 from cudalint.report.audit import Effort, audit, classify_effort
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cudalint.engine.context import PythonContext
-from cudalint.engine.traversal import walk
+from cudalint.engine.walk.context import PythonContext
+from cudalint.engine.walk.traversal import walk
 from cudalint.rules.assignments import TracksAssignments
 
 SOURCE = """\

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from cudalint.config import Selection
-from cudalint.engine.python import error_finding
-from cudalint.engine.runner import run_file_rules
+from cudalint.engine.checkers.python import error_finding
+from cudalint.engine.running.runner import run_file_rules
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules import all_rules, primary_rules, rule_by_code, select
 from cudalint.rules.base import FileRule, PythonRule

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cudalint.config import Config, ConfigError, load_config, project_root
 from cudalint.discovery import MissingPathError
-from cudalint.engine.runner import FileReport, Interrupted, RunOptions, run
+from cudalint.engine.running.runner import FileReport, Interrupted, RunOptions, run
 from cudalint.output.printer import Printer
 from cudalint.output.progress import HUMAN_FORMATS, DelayedProgress, wants_progress
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cudalint.config import Config
 from cudalint.discovery import discover
-from cudalint.engine.runner import RunOptions, rules_for, selected_rules
+from cudalint.engine.running.runner import RunOptions, rules_for, selected_rules
 from cudalint.kinds import classify
 from cudalint.output.paths import display_path
 

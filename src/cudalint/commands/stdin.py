@@ -14,8 +14,14 @@ from pathlib import Path
 
 from cudalint.config import Config
 from cudalint.discovery import is_excluded
-from cudalint.engine import project
-from cudalint.engine.runner import FileReport, RunOptions, check_file, rules_for, selected_rules
+from cudalint.engine.project import facts as project
+from cudalint.engine.running.runner import (
+    FileReport,
+    RunOptions,
+    check_file,
+    rules_for,
+    selected_rules,
+)
 from cudalint.kinds import FileKind, classify
 
 TYPE_CHECKING = False  # typing's, without importing typing

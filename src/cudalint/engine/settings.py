@@ -45,7 +45,7 @@ class Settings(Record):
 
 
 class SetupFacts(Record):
-    """What a project's setup.py declares (engine/setup_py.py reads it)."""
+    """What a project's setup.py declares (engine/project/setup_py.py reads it)."""
 
     __slots__ = ("cuda_extensions", "packages", "requires")
     FIELDS = ("cuda_extensions", "packages", "requires")

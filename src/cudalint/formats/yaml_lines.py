@@ -10,7 +10,7 @@ from functools import lru_cache
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from cudalint.engine.python import error_finding
+from cudalint.engine.checkers.python import error_finding
 from cudalint.finding import Finding
 from cudalint.formats import FormatError
 from cudalint.formats.shell import Segment

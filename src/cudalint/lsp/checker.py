@@ -11,12 +11,12 @@ from pathlib import Path
 
 from cudalint.config import Config, ConfigError, load_config
 from cudalint.discovery import discover
-from cudalint.engine import project
-from cudalint.engine.autofix import FixError, fix_python
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import BOM, lint_python
-from cudalint.engine.runner import (
+from cudalint.engine.checkers.python import BOM, lint_python
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.first_pass.sparse import leaves, units_of
+from cudalint.engine.fixes.autofix import FixError, fix_python
+from cudalint.engine.project import facts as project
+from cudalint.engine.running.runner import (
     FileReport,
     Job,
     RunOptions,
@@ -25,7 +25,7 @@ from cudalint.engine.runner import (
     rules_for,
     selected_rules,
 )
-from cudalint.engine.sparse import leaves, units_of
+from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
 from cudalint.lsp.incremental import UnitCache
@@ -204,7 +204,7 @@ def fix_text(path: Path, text: str, found: Project) -> str | None:
 @cache
 def fix_names() -> frozenset[str]:
     """The names a fix may call or import whatever the code it replaces says: a top-level
-    binding of one of them changes the fix (cudalint.engine.context.helper_available)."""
+    binding of one of them changes the fix (cudalint.engine.walk.context.helper_available)."""
     from cudalint.rules.cud1_device import cuda_api_table
 
     helpers = {api.helper for api in cuda_api_table.table().apis.values() if api.helper}

@@ -11,7 +11,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cudalint.engine.prefilter import Prefilter, TermsKey
+from cudalint.engine.first_pass.prefilter import Prefilter, TermsKey
 from cudalint.finding import Finding, Position
 from cudalint.lsp.reparse import Reparser
 from cudalint.lsp.unit_keys import Facts, Keys, Unit, facts_of, layout
@@ -20,7 +20,7 @@ Entry = tuple[Finding, ...]  # a unit's findings, row 1 being the unit's first l
 
 
 class Result(Protocol):
-    """What engine/python.lint_python returns, as far as the cache reads it."""
+    """What engine/checkers/python.lint_python returns, as far as the cache reads it."""
 
     @property
     def findings(self) -> list[Finding]: ...

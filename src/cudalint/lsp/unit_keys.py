@@ -32,7 +32,7 @@ _BLOCKS = ("body", "orelse", "finalbody")
 
 
 class Unit(Protocol):
-    """A leaf unit as the engine gives it (engine/sparse.py): 1-based lines, its text."""
+    """A leaf unit as the engine gives it (engine/first_pass/sparse.py): 1-based lines, its text."""
 
     @property
     def first(self) -> int: ...
@@ -68,7 +68,8 @@ class Layout:
 
 
 def layout(lines: Sequence[bytes], tree: ast.Module) -> Layout:
-    """Where the leaf units are (as engine/sparse.units_of cuts them) and what lies outside."""
+    """Where the leaf units are (as engine/first_pass/sparse.units_of cuts them) and what lies
+    outside."""
     found = Layout({}, [], [], frozenset(_top_names(tree)))
     for statement in tree.body:
         if isinstance(statement, _DEFS):

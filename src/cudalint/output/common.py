@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from cudalint.engine.runner import FileReport
+from cudalint.engine.running.runner import FileReport
 from cudalint.finding import Finding, Severity
 
 GUARDED = " (guarded)"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cudalint.config import Config
-from cudalint.engine.runner import RunOptions, run
+from cudalint.engine.running.runner import RunOptions, run
 from cudalint.finding import Applicability, Category, Finding
 from cudalint.output.common import found_before
 from cudalint.output.paths import display_path

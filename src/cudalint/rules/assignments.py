@@ -15,7 +15,7 @@ import libcst as cst
 from cudalint.rules.base import PythonRule
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 _MAX_HOPS = 4  # `a = b; b = c; ...`: stop long (or cyclic, `a = a * 2`) chains of names
 

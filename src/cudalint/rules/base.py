@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from cudalint.engine.prefilter import Terms
+from cudalint.engine.first_pass.prefilter import Terms
 from cudalint.engine.report import NodeFix, Report
 from cudalint.finding import Applicability, Finding, Position, Severity, rule_url
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext, Settings
+    from cudalint.engine.walk.context import PythonContext, Settings
     from cudalint.kinds import SourceFile
 
 
@@ -79,8 +79,8 @@ class Rule:
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
         """What a file, or a function, must name for the rule to find anything there
-        (cudalint.engine.prefilter): `keywords` and `words` by default. Rules override this
-        to be precise (names that only count where called) or when the names depend on the
+        (cudalint.engine.first_pass.prefilter): `keywords` and `words` by default. Rules override
+        this to be precise (names that only count where called) or when the names depend on the
         project or the target torch."""
         return Terms(cls.keywords, cls.words)
 

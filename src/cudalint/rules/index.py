@@ -40,8 +40,8 @@ def entries_for(kinds: Iterable[FileKind],
                 texts: Sequence[bytes] | None = None) -> list[dict[str, Any]]:
     """The entries of the rules that read one of `kinds`, in the registry's order; with
     `texts` (the Python files to check), only those of the rules that can find something in
-    one of them (cudalint.engine.prefilter: a rule finds nothing in a file naming none of its
-    terms, and those terms change no other rule's findings there)."""
+    one of them (cudalint.engine.first_pass.prefilter: a rule finds nothing in a file naming none of
+    its terms, and those terms change no other rule's findings there)."""
     wanted = {kind.value for kind in kinds}
     found = [e for e in entries() if wanted.intersection(e["kinds"])]
     if texts is None:
@@ -50,7 +50,7 @@ def entries_for(kinds: Iterable[FileKind],
 
 
 def _named(terms: dict[str, list[Any]], texts: Sequence[bytes]) -> bool:
-    from cudalint.engine.prefilter import Prefilter
+    from cudalint.engine.first_pass.prefilter import Prefilter
 
     prefilter = Prefilter(tuple(k.encode() for k in terms["keywords"]),
                           frozenset(w.encode() for w in terms["words"]),

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from cudalint import device
-from cudalint.engine import guards
+from cudalint.engine.walk import guards
 from cudalint.rules import all_rules
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_table import lookup, table

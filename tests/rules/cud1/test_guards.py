@@ -1,5 +1,5 @@
-"""What makes a finding guarded (engine/guards.py, engine/context.py), seen through the rules:
-availability kept in a variable, early exits, conditional expressions, skip decorators; and
+"""What makes a finding guarded (engine/walk/guards.py, engine/walk/context.py), seen through the
+rules: availability kept in a variable, early exits, conditional expressions, skip decorators; and
 what does not: a user's own switch, a comparison with something that is not a device.
 
 The early-exit and variable forms depend on statements before the guarded one; these tests

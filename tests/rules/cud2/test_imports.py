@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from cudalint.config import Config
-from cudalint.engine.prefilter import Prefilter
-from cudalint.engine.python import lint_python
+from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.settings import Settings
 from cudalint.finding import Severity
 from cudalint.rules import all_rules

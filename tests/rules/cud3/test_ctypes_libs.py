@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.context import Settings
-from cudalint.engine.runner import RunOptions, check_file
+from cudalint.engine.running.runner import RunOptions, check_file
+from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind
 from cudalint.rules.cud3_native.ctypes_libs import CudaLibraryLoad, cuda_library

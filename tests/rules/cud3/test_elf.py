@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudalint.engine.context import Settings
-from cudalint.engine.runner import RunOptions, check_file
+from cudalint.engine.running.runner import RunOptions, check_file
+from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind
 from cudalint.rules.cud3_native.elf import (

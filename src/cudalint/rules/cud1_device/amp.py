@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.context import dotted_name
+from cudalint.engine.walk.context import dotted_name
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix
 from cudalint.rules.cud1_device import args as call_args
@@ -18,7 +18,7 @@ from cudalint.rules.cud1_device.cuda_api_table import CudaApi, DeviceTypeArgumen
 from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 _LITERAL_MESSAGE = (
     '`"cuda"` as the mixed-precision device type turns autocast and gradient scaling off on a '

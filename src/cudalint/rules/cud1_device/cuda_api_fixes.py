@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 
 def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:

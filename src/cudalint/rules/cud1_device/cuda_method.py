@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cudalint.engine.context import PythonContext
+from cudalint.engine.walk.context import PythonContext
 from cudalint.finding import Applicability
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as device_args

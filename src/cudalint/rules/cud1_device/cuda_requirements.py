@@ -6,18 +6,18 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.guards import (
+from cudalint.engine.first_pass.prefilter import Terms
+from cudalint.engine.walk.guards import (
     PROBE_PATTERN,
     is_cuda_absence,
     is_cuda_probe,
     last_statement,
     stops_program,
 )
-from cudalint.engine.prefilter import Terms
 from cudalint.rules.base import Invalid, PythonRule
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import Settings
+    from cudalint.engine.walk.context import Settings
 
 
 class CudaRequired(PythonRule):

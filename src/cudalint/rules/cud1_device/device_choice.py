@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
-from cudalint.engine import traversal
-from cudalint.engine.guards import (
+from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE, Terms, may_spell, word
+from cudalint.engine.walk import traversal
+from cudalint.engine.walk.guards import (
     PROBE_PATTERN,
     is_cuda_absence,
     is_cuda_probe,
     names_cuda_flag,
 )
-from cudalint.engine.prefilter import LETTER_ESCAPE, Terms, may_spell, word
-from cudalint.engine.traversal import find_all
+from cudalint.engine.walk.traversal import find_all
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.args import replace_message
@@ -29,7 +29,7 @@ from cudalint.rules.cud1_device.device_strings import (
 from cudalint.rules.cud1_device.prose import in_prose
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext, Settings
+    from cudalint.engine.walk.context import PythonContext, Settings
 
 T = TypeVar("T")
 # What a choice's test names besides the word `cuda` (`use_cuda`, `x.is_cuda`, an alias of

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.guards import names_a_device
+from cudalint.engine.walk.guards import names_a_device
 from cudalint.rules.cud1_device import args as call_args
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 _INDEXED = re.compile(r"cuda:(\d+)")
 _PERCENT = re.compile(r"cuda:%[dis]")

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.guards import is_cuda_comparison
+from cudalint.engine.walk.guards import is_cuda_comparison
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, PythonRule
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 # Places where a test's value is kept or passed on, rather than used to pick a branch.
 _VALUE_PARENTS = (cst.Assign, cst.AnnAssign, cst.Arg, cst.Return, cst.DictElement)

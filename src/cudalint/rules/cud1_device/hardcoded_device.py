@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cudalint.engine.context import PythonContext
-from cudalint.engine.guards import names_a_device
+from cudalint.engine.walk.context import PythonContext
+from cudalint.engine.walk.guards import names_a_device
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.device_choice import inside_choice

@@ -6,8 +6,8 @@ import re
 
 import libcst as cst
 
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import GAP, Terms, caseless_word, word
+from cudalint.engine.first_pass.prefilter import GAP, Terms, caseless_word, word
+from cudalint.engine.walk.context import Settings
 from cudalint.finding import Applicability, Severity
 from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as call_args

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 # Calls whose arguments are messages: print, logging, warnings, progress bars, CLIs.
 _MESSAGE_CALLS = frozenset(

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine import guards
-from cudalint.engine.context import root_name
+from cudalint.engine.walk import guards
+from cudalint.engine.walk.context import root_name
 from cudalint.rules.base import PythonRule
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 _ROOTS = ("torch.",)
 _BROAD_EXCEPTIONS = frozenset({"Exception", "BaseException"})

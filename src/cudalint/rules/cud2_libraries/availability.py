@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.traversal import find_all
+from cudalint.engine.walk.traversal import find_all
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 
 # Import-name parts too common to say which library a test is about (`cuda.core`: `use_core`).

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from cudalint.engine.prefilter import LETTER_ESCAPE, Terms, caseless, word
+from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE, Terms, caseless, word
 from cudalint.finding import Severity
 from cudalint.rules import tables
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import arguments, availability, imported
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import Settings
+    from cudalint.engine.walk.context import Settings
 
 # Tests that mean "a GPU is there": `if use_gpu:`, `if faiss.get_num_gpus():`,
 # `if "CUDAExecutionProvider" in ort.get_available_providers():`.

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.context import dotted_name as dotted
+from cudalint.engine.walk.context import dotted_name as dotted
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 _DYNAMIC = frozenset({"importlib.import_module", "__import__"})
 

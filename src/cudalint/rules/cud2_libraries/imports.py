@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from cudalint import packages
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Terms
+from cudalint.engine.first_pass.prefilter import Terms
+from cudalint.engine.walk.context import Settings
 from cudalint.finding import Severity
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import availability, imported

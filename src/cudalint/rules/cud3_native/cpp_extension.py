@@ -11,7 +11,7 @@ from cudalint.rules.base import Invalid
 from cudalint.rules.cud2_libraries import arguments, availability
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import PythonContext
+    from cudalint.engine.walk.context import PythonContext
 
 _MODULE = "torch.utils.cpp_extension"
 _CUDA_EXTENSION = f"{_MODULE}.CUDAExtension"

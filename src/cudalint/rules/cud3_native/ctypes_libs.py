@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.prefilter import Terms, word
+from cudalint.engine.first_pass.prefilter import Terms, word
 from cudalint.rules import tables
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import arguments
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import Settings
+    from cudalint.engine.walk.context import Settings
 
 # libcudart.so.12 / cudart64_12.dll / libcublasLt.so / libcudnn_ops_infer.so.8 -> the stem
 _LIBRARY_FILE = re.compile(

@@ -9,7 +9,7 @@ import io
 import struct
 from collections.abc import Iterator
 
-from cudalint.engine.python import error_finding, one_line
+from cudalint.engine.checkers.python import error_finding, one_line
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.base import FileRule, Invalid, Valid

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Terms
+from cudalint.engine.first_pass.prefilter import Terms
+from cudalint.engine.walk.context import Settings
 from cudalint.rules.base import Invalid, PythonRule, Valid
 from cudalint.rules.cud2_libraries import imported
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.prefilter import GAP, Terms, word
+from cudalint.engine.first_pass.prefilter import GAP, Terms, word
 from cudalint.rules import tables
 from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import arguments, availability
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import Settings
+    from cudalint.engine.walk.context import Settings
 
 
 @dataclass(frozen=True)

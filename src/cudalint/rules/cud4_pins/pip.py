@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cudalint.engine.python import error_finding
+from cudalint.engine.checkers.python import error_finding
 from cudalint.finding import Finding, Severity
 from cudalint.formats import FormatError, dockerfile, scripts
 from cudalint.formats.installers import pip_install

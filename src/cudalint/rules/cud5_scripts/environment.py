@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.prefilter import GAP, Terms
-from cudalint.engine.prefilter import word as whole_word
+from cudalint.engine.first_pass.prefilter import GAP, Terms
+from cudalint.engine.first_pass.prefilter import word as whole_word
 from cudalint.finding import Finding, Severity
 from cudalint.kinds import SCRIPT_RULE_KINDS, FileKind, SourceFile
 from cudalint.rules import tables
 from cudalint.rules.base import FileRule, Invalid, PythonRule, Valid
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import Settings
+    from cudalint.engine.walk.context import Settings
 
 _SELECTS = "selects NVIDIA GPUs; MPS and the CPU ignore it: choose the device in code"
 _TOOLKIT = "points at the CUDA toolkit, which a Mac does not have"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.prefilter import GAP, Terms, word
+from cudalint.engine.first_pass.prefilter import GAP, Terms, word
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid
 from cudalint.rules.cud1_device import args as call_args
@@ -15,7 +15,7 @@ from cudalint.rules.cud6_mps import dtypes
 from cudalint.rules.cud6_mps.placement import Placement, is_off_cpu, placement
 
 if TYPE_CHECKING:
-    from cudalint.engine.context import Settings
+    from cudalint.engine.walk.context import Settings
 
 _DEFAULT_DTYPE_SETTERS = frozenset({"torch.set_default_dtype", "torch.set_default_tensor_type"})
 _MAX_HOPS = 6

@@ -7,9 +7,9 @@ from functools import cached_property
 
 import libcst as cst
 
-from cudalint.engine import scopes
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Terms
+from cudalint.engine.first_pass.prefilter import Terms
+from cudalint.engine.walk import scopes
+from cudalint.engine.walk.context import Settings
 from cudalint.finding import Severity
 from cudalint.mps_ops import UNKNOWN_VALUE, Coverage, OpStatus, load_coverage
 from cudalint.rules import tables

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
-from cudalint.engine.context import PythonContext, Settings
-from cudalint.engine.prefilter import GAP, Terms, word
+from cudalint.engine.first_pass.prefilter import GAP, Terms, word
+from cudalint.engine.walk.context import PythonContext, Settings
 from cudalint.finding import Severity
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid

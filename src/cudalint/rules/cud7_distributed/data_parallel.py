@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cudalint.engine import guards
-from cudalint.engine.context import Settings
-from cudalint.engine.prefilter import Terms, word
+from cudalint.engine.first_pass.prefilter import Terms, word
+from cudalint.engine.walk import guards
+from cudalint.engine.walk.context import Settings
 from cudalint.finding import Severity
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid

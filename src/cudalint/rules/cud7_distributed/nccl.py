@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cudalint.engine import guards
+from cudalint.engine.walk import guards
 from cudalint.finding import Applicability
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.base import Invalid, NodeFix

@@ -1,0 +1,337 @@
+"""Jupyter notebooks: every code cell is linted (and fixed) as Python by all enabled Python
+rules, and its IPython escapes are read as shell by the script rules (CUD4, CUD5).
+
+Cells are numbered from 1 among all cells, markdown included, as ruff numbers them; rows are
+relative to the cell. A cell that does not parse as Python is read again with its magics
+(`%matplotlib inline`, `!nvidia-smi`, `x = !ls`, `obj?`) replaced by placeholder statements,
+so rows and columns of the Python around them hold. `%%bash`-style cells are shell only;
+other cell magics (`%%html`, `%%writefile`, ...) are skipped. A fixed notebook is written
+back with its JSON layout: indent, key order, `source` as a list or a string, outputs, and
+the trailing newline.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from cudalint.engine.checkers.python import BOM, error_finding, lint_python
+from cudalint.engine.first_pass.lazy_ast import parse_quietly
+from cudalint.engine.fixes import notebook_imports
+from cudalint.engine.fixes.autofix import FixError, fix_python
+from cudalint.engine.fixes.imports import Needs
+from cudalint.engine.locate import noqa
+from cudalint.engine.running.runner import FileReport, Job, finish_fix, run_file_rules
+from cudalint.finding import Finding
+from cudalint.kinds import FileKind, SourceFile
+
+_PLACEHOLDER = "pass  # cudalint-magic-{}"
+_PLACEHOLDER_LINE = re.compile(r"^\s*pass  # cudalint-magic-(\d+)\s*$")
+_ASSIGNED = r"[\w.,\s\[\]]+=\s*"  # `files = !ls`, `t = %timeit -o f()`
+_LINE_MAGIC = re.compile(rf"^\s*(?:[!%?]|{_ASSIGNED}[!%])")
+_HELP = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
+_CELL_MAGIC = re.compile(r"^%%(\w+)\s*(\S*)")
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python",
+                                 "python3"})
+_SHELL_CELL_MAGICS = frozenset({"bash", "sh", "system", "script"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", ""})
+# `%env NAME=value` / `%env NAME value` / `%set_env NAME value`: read as `NAME=value`.
+_ENV_MAGIC = re.compile(r"^(\s*%(?:env|set_env)\s+)([A-Za-z_]\w*)(?:(\s*=\s*|\s+)(.*))?$")
+_SHELL_LINE_MAGIC = re.compile(r"^(\s*%(?:sx|system|sc)\s+)")
+_INSTALL_MAGIC = re.compile(r"^(\s*)%(?=(?:pip|conda|mamba|micromamba)\b)")
+_BANG = re.compile(rf"^\s*(?:{_ASSIGNED})?!!?")
+
+
+@dataclass
+class Cell:
+    """One code cell: its Python view (magics masked) and its shell view (escapes only)."""
+
+    text: str
+    python: str | None  # None: not Python (`%%bash`, `%%html`)
+    shell: str
+    originals: dict[int, str] = field(default_factory=dict)  # placeholder -> masked lines
+
+
+def check_notebook(job: Job) -> FileReport:
+    loaded = _load(job)
+    if isinstance(loaded, Finding):
+        return FileReport(job.path, [loaded])
+    text, notebook = loaded
+    cells: list[Any] = notebook["cells"]
+    if not _is_python(notebook):
+        return FileReport(job.path, [], text)
+    fixing = job.options.fix or job.options.diff
+    findings: list[Finding] = []
+    found_before: list[Finding] = []  # with --fix: the findings before fixing
+    applied = 0
+    needs = Needs()
+    changed: dict[int, str | list[str]] = {}  # 0-based cell index -> its new source
+    for index, raw in enumerate(cells, start=1):
+        if not isinstance(raw, dict) or raw.get("cell_type") != "code":
+            continue
+        text_of_cell = _source(raw)
+        if text_of_cell is None:  # a fix would write the cell back without what it cannot read
+            findings.append(error_finding(job.path, _MALFORMED_SOURCE).replace(cell=index))
+            continue
+        cell = read_cell(text_of_cell)
+        shell = _shell_findings(job, cell, index)
+        findings.extend(shell)
+        found_before.extend(shell)
+        if cell.python is None:
+            continue
+        if fixing:
+            fixed, count, found, before, wanted = _fix_cell(job, cell)
+            found_before.extend(finding.replace(cell=index) for finding in before)
+            if count:
+                changed[index - 1] = _as_stored(fixed, raw.get("source"))
+                applied += count
+                needs = needs | wanted
+        else:
+            found = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
+                                prefilter=job.prefilter, want_edits=job.options.want_edits
+                                ).findings
+        findings.extend(finding.replace(cell=index) for finding in found)
+    if not fixing:
+        return FileReport(job.path, findings, text)
+    if not changed:
+        return finish_fix(job, job.data, 0, findings, found_before)
+    new_cell = notebook_imports.add(cells, changed, needs, job.settings.helper_module)
+    if new_cell is not None:
+        findings = [f.replace(cell=f.cell + 1) if f.cell and f.cell > new_cell else f
+                    for f in findings]
+    written = None if new_cell is not None else splice_sources(text, cells, changed)
+    if written is None:  # the sources could not be found in the text: write it anew
+        for index, source in changed.items():
+            cells[index]["source"] = source
+        written = dump(notebook, text)
+    bom = BOM if job.data.startswith(BOM) else b""
+    return finish_fix(job, bom + written.encode(), applied, findings, found_before)
+
+
+def _load(job: Job) -> tuple[str, dict[str, Any]] | Finding:
+    """The notebook's text and JSON, or the error line saying why it is not a notebook."""
+    try:
+        text = job.data.decode("utf-8-sig")
+        notebook = json.loads(text)
+    except (UnicodeDecodeError, RecursionError) as error:
+        return error_finding(job.path, f"not a notebook: {error}")
+    except json.JSONDecodeError as error:
+        return error_finding(job.path, f"not a notebook: invalid JSON: {error.msg}",
+                             error.lineno, error.colno)
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return error_finding(job.path, "not a notebook: no `cells` list (only nbformat 4 is "
+                                       "read)")
+    return text, notebook
+
+
+def _is_python(notebook: dict[str, Any]) -> bool:
+    metadata = notebook.get("metadata")
+    if not isinstance(metadata, dict):
+        return True
+    language = _field(metadata, "kernelspec", "language") or _field(
+        metadata, "language_info", "name") or "python"
+    return str(language).lower().startswith("python")
+
+
+def _field(metadata: dict[str, Any], table: str, key: str) -> object:
+    value = metadata.get(table)
+    return value.get(key) if isinstance(value, dict) else None
+
+
+_MALFORMED_SOURCE = "cell `source` is not text nor a list of strings; cell not checked"
+
+
+def _source(cell: dict[str, Any]) -> str | None:
+    """The cell's text; None when its `source` is neither a string nor a list of strings."""
+    source = cell.get("source", "")
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    return source if isinstance(source, str) else None
+
+
+def _as_stored(text: str, original: object) -> str | list[str]:
+    """The cell text in the notebook's own form: a list of lines or one string."""
+    return text.splitlines(keepends=True) if isinstance(original, list) else text
+
+
+# -- one cell ---------------------------------------------------------------------------------
+def read_cell(text: str) -> Cell:
+    lines = text.split("\n")
+    first = _CELL_MAGIC.match(lines[0])
+    if first is not None:
+        name, argument = first.group(1), first.group(2)
+        if name in _SHELL_CELL_MAGICS and (name != "script" or argument in _SHELLS):
+            return Cell(text, None, "\n".join(["", *lines[1:]]))
+        if name not in _PYTHON_CELL_MAGICS:
+            return Cell(text, None, "")
+    elif _parses(text):
+        return Cell(text, text, "")
+    return _masked(text, lines, skip_first=first is not None)
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_quietly(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _masked(text: str, lines: list[str], *, skip_first: bool) -> Cell:
+    """The cell with each magic (and its `\\` continuations) replaced by a placeholder in the
+    Python view, and kept as a command in the shell view."""
+    python: list[str] = []
+    shell: list[str] = []
+    originals: dict[int, str] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        first = skip_first and index == 0
+        if not first and not (_LINE_MAGIC.match(line) or _HELP.match(line)):
+            python.append(line)
+            shell.append("")
+            index += 1
+            continue
+        indent = "" if first else line[: len(line) - len(line.lstrip())]
+        shell.append("" if first else _shell_line(line))
+        while True:
+            originals[len(originals)] = lines[index]
+            python.append(indent + _PLACEHOLDER.format(len(originals) - 1))
+            index += 1
+            if index >= len(lines) or not lines[index - 1].rstrip().endswith("\\"):
+                break
+            shell.append(lines[index])  # a continuation of the command
+    return Cell(text, "\n".join(python), "\n".join(shell), originals)
+
+
+def _shell_line(line: str) -> str:
+    """The command of `!cmd`, `x = !cmd`, `%sx cmd`, `%pip ...`, `%env X=1`, at its columns."""
+    env = _ENV_MAGIC.match(line)
+    if env is not None:
+        if env.group(4) is None:
+            return ""  # `%env X` reads a variable
+        separator = env.group(3) if "=" in env.group(3) else "=" * len(env.group(3))
+        return " " * len(env.group(1)) + env.group(2) + separator + env.group(4)
+    escape = _BANG.match(line) or _SHELL_LINE_MAGIC.match(line)
+    if escape is not None:
+        return " " * escape.end() + line[escape.end() :]
+    install = _INSTALL_MAGIC.match(line)
+    if install is not None:  # `%pip install x` -> ` pip install x`
+        return line[: install.end() - 1] + " " + line[install.end() :]
+    return ""
+
+
+def _shell_findings(job: Job, cell: Cell, index: int) -> list[Finding]:
+    rules = [rule for rule in job.file_rules if FileKind.SHELL in rule.file_kinds]
+    if not rules or not cell.shell.strip():
+        return []
+    source = SourceFile(job.path, FileKind.SHELL, cell.shell.encode(), cell.shell)
+    found = noqa.unsuppressed(run_file_rules(rules, source), cell.text.split("\n"))
+    return [finding.replace(cell=index) for finding in found]
+
+
+def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], list[Finding], Needs]:
+    """The fixed cell text, the fixes applied, the findings left and those before fixing, and
+    the imports the fixes need: the notebook imports them once
+    (cudalint.engine.fixes.notebook_imports). Imports are not removed: a name one cell no longer
+    uses may be used by another."""
+    assert cell.python is not None
+    try:
+        outcome = fix_python(cell.python.encode(), job.path, job.python_rules, job.settings,
+                             unsafe=job.options.unsafe_fixes, prefilter=job.prefilter,
+                             add_imports=False, remove_unused=False)
+    except FixError as error:
+        errors = [error_finding(job.path, str(error))]
+        return cell.text, 0, errors, errors, Needs()
+    fixed = unmasked(outcome.data.decode(), cell.originals)
+    if fixed is None:  # a fix moved a placeholder: leave the cell as it was
+        result = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
+                             prefilter=job.prefilter)
+        return cell.text, 0, result.findings, result.findings, Needs()
+    return fixed, outcome.applied, outcome.result.findings, outcome.found, outcome.needs
+
+
+def unmasked(text: str, originals: dict[int, str]) -> str | None:
+    lines = text.split("\n")
+    seen = set()
+    for row, line in enumerate(lines):
+        match = _PLACEHOLDER_LINE.match(line)
+        if match is not None and int(match.group(1)) in originals:
+            seen.add(int(match.group(1)))
+            lines[row] = originals[int(match.group(1))]
+    return "\n".join(lines) if seen == set(originals) else None
+
+
+# -- writing ----------------------------------------------------------------------------------
+_SOURCE_KEY = re.compile(r'"source"\s*:\s*')
+
+
+def splice_sources(text: str, cells: list[Any], changed: dict[int, str | list[str]],
+                   ) -> str | None:
+    """The notebook text with only the changed cells' `source` values rewritten, each in the
+    layout of the value it replaces; every other byte stays. None when a cell's `source`
+    cannot be found in the text."""
+    decoder = json.JSONDecoder()
+    ascii_only = _escapes_non_ascii(text)
+    pieces: list[str] = []
+    cursor = search = 0
+    for index, cell in enumerate(cells):
+        if index > max(changed):
+            break
+        while True:
+            key = _SOURCE_KEY.search(text, search)
+            if key is None:
+                return None
+            try:
+                value, end = decoder.raw_decode(text, key.end())
+            except ValueError:
+                search = key.end()
+                continue
+            search = end
+            if isinstance(cell, dict) and value == cell.get("source"):
+                break
+        if index in changed:
+            old = text[key.end() : end]
+            pieces += [text[cursor : key.end()], _formatted(changed[index], old, ascii_only)]
+            cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def _formatted(value: str | list[str], old: str, ascii_only: bool) -> str:
+    """`value` as JSON laid out like `old`: a list one element per line when `old` was."""
+    newline = "\r\n" if "\r\n" in old else "\n"
+    element = re.match(r"\[\s*?\r?\n([ \t]*)\S", old)
+    if isinstance(value, str) or element is None or not value:
+        separators = (", ", ": ") if ", " in old or "," not in old else (",", ":")
+        return json.dumps(value, ensure_ascii=ascii_only, separators=separators)
+    closing = re.search(r"\n([ \t]*)\]$", old)
+    lines = [element.group(1) + json.dumps(line, ensure_ascii=ascii_only) for line in value]
+    return "[" + newline + ("," + newline).join(lines) + newline + \
+        (closing.group(1) if closing else "") + "]"
+
+
+def _escapes_non_ascii(text: str) -> bool:
+    return "\\u" in text and all(ord(c) < 128 for c in text)
+
+
+def dump(notebook: Any, original: str) -> str:
+    """The notebook as JSON in the layout of `original`: its indent, separators, escaping
+    of non-ASCII text, line endings and trailing newline; keys stay in their order."""
+    indent_match = re.match(r"\{\r?\n([ \t]+)\"", original)
+    indent: str | int | None = None
+    if indent_match is not None:
+        whitespace = indent_match.group(1)
+        indent = len(whitespace) if set(whitespace) == {" "} else whitespace
+    compact = indent is None and not re.match(r"\{\s*\"[^\"]*\"\s*:\s", original)
+    separators = (",", ":") if compact else (",", ": ")
+    text = json.dumps(notebook, indent=indent, separators=separators,
+                      ensure_ascii=_escapes_non_ascii(original))
+    if "\r\n" in original:
+        text = text.replace("\n", "\r\n")
+    if original.endswith("\n"):
+        text += "\r\n" if original.endswith("\r\n") else "\n"
+    return text
+

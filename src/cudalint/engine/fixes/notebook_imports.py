@@ -1,0 +1,104 @@
+"""A fixed notebook imports what its fixes need once: in the first code cell that imports
+(after its imports) when no earlier cell needs the names, else in a new first code cell. Never
+in a cell that starts with a cell magic (`%%timeit`), which must stay the cell's first line."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import libcst as cst
+
+from cudalint.engine.fixes import imports
+from cudalint.engine.fixes.imports import Layout, Needs
+
+
+def add(cells: list[Any], changed: dict[int, str | list[str]], needs: Needs,
+        helper_module: str) -> int | None:
+    """Import `needs` once. Either one entry of `changed` (0-based cell index -> source) gets
+    the imports, and None is returned; or `changed` is applied to `cells`, emptied, a new
+    code cell is inserted before the first code cell, and its 1-based number is returned."""
+    from cudalint.engine.checkers.notebook import read_cell
+
+    code_cells = [(i, c) for i, c in enumerate(cells)  # a cell not read is not rewritten
+                  if isinstance(c, dict) and c.get("cell_type") == "code"
+                  and _readable(c.get("source", ""))]
+    sources = {i: _text(changed.get(i, c.get("source", ""))) for i, c in code_cells}
+    wanted = _missing(sources.values(), needs, helper_module)
+    if not wanted:
+        return None
+    first_use = min(changed)
+    for index, _cell in code_cells:
+        if index > first_use:  # the import would run after a cell that needs it
+            break
+        cell = read_cell(sources[index])
+        if cell.python is None or sources[index].startswith("%%"):
+            continue
+        fixed = _with_imports(cell.python, cell.originals, wanted, helper_module)
+        if fixed is not None:
+            original = cells[index].get("source")
+            changed[index] = fixed.splitlines(keepends=True) if isinstance(original, list) \
+                else fixed
+            return None
+    return _insert_cell(cells, changed, code_cells, wanted, helper_module)
+
+
+def _readable(source: object) -> bool:
+    return isinstance(source, str) or (
+        isinstance(source, list) and all(isinstance(part, str) for part in source))
+
+
+def _text(source: object) -> str:
+    if isinstance(source, list):
+        return "".join(part for part in source if isinstance(part, str))
+    return source if isinstance(source, str) else ""
+
+
+def _parse(text: str) -> cst.Module | None:
+    try:
+        return cst.parse_module(text)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _missing(sources: Any, needs: Needs, helper_module: str) -> Needs:
+    """What no cell imports yet."""
+    from cudalint.engine.checkers.notebook import read_cell
+
+    for text in sources:
+        python = read_cell(text).python
+        module = _parse(python) if python is not None else None
+        if module is not None:
+            needs = imports.missing(module, needs, helper_module)
+    return needs
+
+
+def _with_imports(python: str, originals: dict[int, str], needs: Needs,
+                  helper_module: str) -> str | None:
+    """The cell with the imports after its own, or None when it imports nothing."""
+    from cudalint.engine.checkers.notebook import unmasked
+
+    module = _parse(python)
+    if module is None or not imports.imported_names(module):
+        return None
+    edits = imports.add_edits(Layout(module), needs, helper_module)
+    return unmasked(imports.apply(module.code, edits), originals)
+
+
+def _insert_cell(cells: list[Any], changed: dict[int, str | list[str]],
+                 code_cells: list[tuple[int, Any]], needs: Needs, helper_module: str) -> int:
+    for index, source in changed.items():
+        cells[index]["source"] = source
+    changed.clear()
+    first = code_cells[0][0] if code_cells else 0
+    module = cst.parse_module("")
+    text = imports.apply("", imports.add_edits(Layout(module), needs, helper_module))
+    template = cells[first] if code_cells else {}
+    cell: dict[str, Any] = {"cell_type": "code", "execution_count": None, "metadata": {},
+                            "outputs": [], "source": text.rstrip("\n").splitlines(keepends=True)}
+    if isinstance(template, dict) and "id" in template:
+        cell = {"id": uuid.uuid4().hex[:8], **cell}
+    if isinstance(template, dict) and isinstance(template.get("source"), str):
+        cell["source"] = text.rstrip("\n")
+    cells.insert(first, cell)
+    return first + 1

@@ -1,0 +1,176 @@
+"""Facts about the project being checked that rules need: its own packages (never reported
+as CUDA-only libraries, as ruff's known-first-party) and its compiled CUDA extensions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+
+from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version
+from cudalint.data import toml
+from cudalint.engine.project.helper_place import helper_place, is_helper_copy
+from cudalint.engine.project.torch_floor import declares, torch_floor
+from cudalint.engine.reading.reader import ReadError, read_regular, read_text
+from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
+from cudalint.kinds import FileKind
+from cudalint.record import Record
+
+
+def settings_for(config: Config) -> Settings:
+    setup = setup_facts(config.root)
+    return Settings(
+        helper_module=config.helper or HELPER_MODULE_DEFAULT,
+        target_torch=target_torch(config, setup),
+        first_party=(frozenset(config.known_first_party) | first_party_packages(config.root)
+                     | setup.packages | pyproject_names(config.root)),
+        extension_modules=setup.cuda_extensions,
+    )
+
+
+def target_torch(config: Config, setup: SetupFacts) -> tuple[int, int]:
+    """The torch the fixes must work on: the `target-torch` setting, else the oldest torch the
+    project's files allow, else DEFAULT_TARGET_TORCH (never the installed torch)."""
+    return (config.target_torch_tuple or torch_floor(config.root, setup)
+            or parse_version(DEFAULT_TARGET_TORCH))
+
+
+# A `cuda` method's header, from its `def` (a pattern starting with a literal: `re` finds its
+# candidates ten times faster than with `^[ \t]+` before it); compiled on its first use, by
+# re's cache: a run replayed from the cache reads no file.
+_CUDA_DEF = rb"def[ \t]+cuda[ \t]*\("
+
+
+class TreeFacts(Record):
+    """What one scan of the checked Python files finds."""
+
+    __slots__ = ("helper_copies", "own_cuda_method")
+    FIELDS = ("own_cuda_method", "helper_copies")
+
+    def __init__(self, own_cuda_method: bool = False,
+                 helper_copies: frozenset[Path] = frozenset()) -> None:
+        self.own_cuda_method = own_cuda_method  # a class defines `def cuda(self, ...)`
+        self.helper_copies = helper_copies  # copies of the device helper
+
+
+def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
+              facts_of: Callable[[Path], Sequence[bool] | None] | None = None) -> TreeFacts:
+    """A plain text scan of the Python files (of at most `limit` bytes), far cheaper than
+    parsing them. `facts_of` gives a file's `file_facts` (None: unreadable) where the lint
+    cache knows them; without it each file is read."""
+    own, copies = False, set()
+    for path, kind in found:
+        if kind is not FileKind.PYTHON:
+            continue
+        facts = facts_of(path) if facts_of is not None else _read_facts(path, limit)
+        if facts is None:  # reported when the file is checked
+            continue
+        helper_copy, cuda_method = facts
+        if helper_copy:
+            copies.add(path)
+        own = own or cuda_method
+    return TreeFacts(own, frozenset(copies))
+
+
+def file_facts(data: bytes) -> tuple[bool, bool]:
+    """What the tree scan learns from a Python file: whether it is a copy of the device
+    helper, and whether it defines a `cuda` method."""
+    if is_helper_copy(data):
+        return True, False
+    return False, b"def" in data and _defines_cuda_method(data)
+
+
+def _defines_cuda_method(data: bytes) -> bool:
+    """A `def cuda(` indented at the start of its line: a method (or a nested function)."""
+    for found in re.finditer(_CUDA_DEF, data):
+        indent = data[data.rfind(b"\n", 0, found.start()) + 1 : found.start()]
+        if indent and not indent.strip(b" \t"):
+            return True
+    return False
+
+
+def _read_facts(path: Path, limit: int) -> tuple[bool, bool] | None:
+    try:
+        return file_facts(read_regular(path, limit))
+    except ReadError:
+        return None
+
+
+def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind, *,
+                  existing_only: bool = False) -> Settings:
+    """The settings for one file: its own standalone helper module when the configuration
+    names none and the project does not depend on cudalint. `existing_only` (the editor,
+    which cannot create the helper's file): only when that file exists."""
+    if config.helper or depends_on_cudalint(config.root):
+        return settings
+    place = helper_place(path, kind)
+    if existing_only and not place.path.is_file():
+        return settings
+    return settings.replace(helper_module=place.module, helper_file=place.path)
+
+
+@lru_cache(maxsize=8)
+def depends_on_cudalint(root: Path) -> bool:
+    return declares(root, setup_facts(root), "cudalint")
+
+
+def first_party_packages(root: Path) -> frozenset[str]:
+    """Top-level packages of the project's layout: `pkg/__init__.py` and `src/pkg/`."""
+    names: set[str] = set()
+    for base in (root, root / "src"):
+        try:
+            children = list(base.iterdir()) if base.is_dir() else []
+        except OSError:  # unreadable: the run reports the folder
+            continue
+        for child in children:
+            if _is_package(child):
+                names.add(child.name)
+            elif child.suffix == ".py" and base == root / "src":
+                names.add(child.stem)
+    return frozenset(names)
+
+
+def _is_package(folder: Path) -> bool:
+    try:
+        return (folder / "__init__.py").is_file()
+    except OSError:
+        return False
+
+
+def setup_facts(root: Path) -> SetupFacts:
+    """What the project's setup.py declares (read, never executed)."""
+    text = read_text(root / "setup.py")
+    if text is None:
+        return SetupFacts()
+    from cudalint.engine.project.setup_py import read_setup  # LibCST: only for a project with one
+
+    return read_setup(text)
+
+
+def extension_modules(root: Path) -> frozenset[str]:
+    """Modules named by `CUDAExtension(...)` in the project's setup.py."""
+    return setup_facts(root).cuda_extensions
+
+
+def pyproject_names(root: Path) -> frozenset[str]:
+    """The import name of the project's own distribution (`flash-attn` -> `flash_attn`)."""
+    text = read_text(root / "pyproject.toml")
+    if text is None:
+        return frozenset()
+    tomllib = toml()
+    try:
+        document = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return frozenset()
+    names = [_get(document, "project", "name"), _get(document, "tool", "poetry", "name")]
+    return frozenset(re.sub(r"[-.]+", "_", n).lower() for n in names if isinstance(n, str))
+
+
+def _get(table: object, *keys: str) -> object:
+    """`table[k1][k2]...`, or None where a level is missing or not a table."""
+    for key in keys:
+        if not isinstance(table, dict):
+            return None
+        table = table.get(key)
+    return table

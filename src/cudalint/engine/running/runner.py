@@ -1,0 +1,635 @@
+"""A whole run: discover files, pick the rules for each, check (and fix) each file by kind."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from pathlib import Path
+
+from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, Selection
+from cudalint.discovery import discover
+from cudalint.engine.project import facts as project
+from cudalint.engine.reading.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
+from cudalint.engine.running.cache import Cache, Snapshot, Status, Store, file_status
+from cudalint.engine.running.collector import HeldOff
+from cudalint.engine.settings import Settings
+from cudalint.finding import Finding, error_finding
+from cudalint.kinds import FileKind, SourceFile
+from cudalint.record import Record
+
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import Any
+
+    from cudalint.engine.first_pass.prefilter import Prefilter
+    from cudalint.rules.base import FileRule, PythonRule, Rule
+
+
+class RunOptions(Record):
+    """How a run checks its files (a mutable record)."""
+
+    __slots__ = ("cache", "diff", "extend_select", "fix", "force_exclude", "ignore",
+                 "in_memory", "jobs", "lint_cache", "max_file_size", "max_memory", "select",
+                 "unsafe_fixes", "want_edits")
+    FIELDS = ("fix", "unsafe_fixes", "diff", "want_edits", "force_exclude", "jobs",
+              "in_memory", "select", "ignore", "extend_select", "cache", "lint_cache",
+              "max_file_size", "max_memory")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        fix: bool = False,
+        unsafe_fixes: bool = False,
+        diff: bool = False,  # show the fixes as a diff; write nothing
+        want_edits: bool = False,  # compute each fix's text edits (json, sarif, the LSP)
+        force_exclude: bool = False,  # apply excludes to files named explicitly too
+        jobs: int | None = None,  # processes; None: one per CPU
+        in_memory: bool = False,  # keep a fixed file in its report instead of writing it
+        select: list[str] | None = None,  # override the configuration's
+        ignore: list[str] | None = None,
+        extend_select: list[str] | None = None,  # None: []
+        cache: bool = False,  # read and write the project's lint cache (the CLI does)
+        lint_cache: Store | None = None,  # where the workers record their checks (`run`)
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,  # the configuration's, set by `run`
+        max_memory: int = DEFAULT_MAX_MEMORY,  # the configuration's, set by `run`
+    ) -> None:
+        self.fix = fix
+        self.unsafe_fixes = unsafe_fixes
+        self.diff = diff
+        self.want_edits = want_edits
+        self.force_exclude = force_exclude
+        self.jobs = jobs
+        self.in_memory = in_memory
+        self.select = select
+        self.ignore = ignore
+        self.extend_select = [] if extend_select is None else extend_select
+        self.cache = cache
+        self.lint_cache = lint_cache
+        self.max_file_size = max_file_size
+        self.max_memory = max_memory
+
+
+class FileReport(Record):
+    """What the check of one file found (and did)."""
+
+    __slots__ = ("cache_entry", "diff", "findings", "fixed", "fixed_data", "found", "helper",
+                 "helper_written", "path", "text", "written")
+    FIELDS = ("path", "findings", "text", "fixed", "diff", "written", "found", "fixed_data",
+              "helper", "helper_written", "cache_entry")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        path: Path,
+        findings: list[Finding],
+        text: str | None = None,  # the checked text (after fixing), for source excerpts
+        fixed: int = 0,  # fixes applied (or, with --diff, that would be)
+        diff: str = "",
+        written: bool = False,  # the fixed text was written to the file
+        found: list[Finding] | None = None,  # with --fix or --diff: the findings before
+        fixed_data: bytes | None = None,  # with RunOptions.in_memory: the fixed file
+        helper: Path | None = None,  # the standalone helper the fixed file imports
+        helper_written: bool = False,  # this run wrote that helper
+        cache_entry: dict[str, Any] | None = None,  # the lint cache's record of this check
+    ) -> None:
+        self.path = path
+        self.findings = findings
+        self.text = text
+        self.fixed = fixed
+        self.diff = diff
+        self.written = written
+        self.found = found
+        self.fixed_data = fixed_data
+        self.helper = helper
+        self.helper_written = helper_written
+        self.cache_entry = cache_entry
+
+
+class Job(Record):
+    """One file's check: what it reads, with which rules, and whether it may write."""
+
+    __slots__ = ("data", "file_rules", "kind", "options", "path", "prefilter", "python_rules",
+                 "settings")
+    FIELDS = ("path", "kind", "data", "python_rules", "file_rules", "settings", "prefilter",
+              "options")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, path: Path, kind: FileKind, data: bytes,
+                 python_rules: tuple[type[PythonRule], ...], file_rules: tuple[FileRule, ...],
+                 settings: Settings, prefilter: Prefilter, options: RunOptions) -> None:
+        self.path = path
+        self.kind = kind
+        self.data = data
+        self.python_rules = python_rules
+        self.file_rules = file_rules
+        self.settings = settings
+        self.prefilter = prefilter
+        self.options = options
+
+
+Checker = Callable[[Job], FileReport]
+
+
+def checker_for(kind: FileKind) -> Checker:
+    """The checker of a file kind. The notebook checker builds on this module, so it is
+    imported when the first notebook comes up (which also spares every other run it)."""
+    if kind is FileKind.PYTHON:
+        return check_python
+    if kind is FileKind.NOTEBOOK:
+        from cudalint.engine.checkers.notebook import check_notebook
+
+        return check_notebook
+    return check_other
+
+
+# The engine sits below the rules: the registry (which imports every rule module) is loaded
+# when a run selects its rules, never by importing the engine.
+def selected_rules(config: Config, options: RunOptions, kinds: Iterable[FileKind] | None = None,
+                   texts: Sequence[bytes] | None = None) -> tuple[type[Rule], ...]:
+    """The rules enabled; with `kinds`, only those that read files of these kinds are
+    imported and returned (every rule reads at least one kind); with `texts` too (every file
+    to check, all Python), only those whose terms one of them names (rules/index.py)."""
+    from cudalint import rules as registry
+
+    candidates = None if kinds is None else registry.for_kinds(kinds, texts)
+    return registry.select(_sources(config, options), candidates)
+
+
+def _sources(config: Config, options: RunOptions) -> list[Selection]:
+    """The configuration's choice of rules, then the command line's, resolved as ruff does."""
+    return [Selection(config.select, config.extend_select, config.ignore),
+            Selection(options.select, options.extend_select, options.ignore or [])]
+
+
+def _selection(config: Config, options: RunOptions) -> object:
+    """What picks the rules of every file, for the cache's keys: the rules themselves are not
+    imported by a run that only replays (the cache's fingerprint of cudalint's own files
+    stands for the rules each selector names)."""
+    per_file = sorted((glob, sorted(codes)) for glob, codes in config.per_file_ignores.items())
+    return [_sources(config, options), per_file, str(config.root), config.max_file_size,
+            config.max_memory]
+
+
+Progress = Callable[[int, int], None]  # called with (files done, files in all) after each
+
+
+def run(
+    paths: Sequence[Path], config: Config, options: RunOptions, progress: Progress | None = None
+) -> list[FileReport]:
+    """Every file's report, in path order. Ctrl-C raises `Interrupted` with the reports of the
+    files finished so far (the files written among them)."""
+    settings = project.settings_for(config)
+    options = options.replace(max_file_size=config.max_file_size, max_memory=config.max_memory)
+    unreadable: list[tuple[Path, str]] = []
+    found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable)
+    lint_cache = _open_cache(config, options)
+    tree = project.scan_tree(found, config.max_file_size,
+                             None if lint_cache is None else _cached_facts(lint_cache, options))
+    if tree.own_cuda_method:
+        settings = settings.replace(own_cuda_method=True)
+    files = [(path, kind, project.file_settings(settings, config, path, kind))
+             for path, kind in found if path not in tree.helper_copies]
+    reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
+    if lint_cache is not None:
+        options = options.replace(lint_cache=lint_cache.store)
+        replayed, files = replay(lint_cache, files, options)
+        reports += replayed
+    read = _read_small_run(files, options)
+    texts = None if read is None else [data for data, _status in read.values()]
+    enabled = (selected_rules(config, options, {kind for _, kind, _ in files}, texts)
+               if files else ())
+    tasks = [(path, kind, rules_for(path, enabled, config), file_settings, options,
+              *(read or {}).get(path, ()))
+             for path, kind, file_settings in files]
+    counted = None if progress is None else (lambda done: progress(done, len(tasks)))
+    try:
+        reports += check_all(tasks, pool_size(options.jobs, len(tasks)), counted,
+                             memory_limit=options.max_memory)
+    except Interrupted as stop:
+        stop.reports[:0] = reports
+        if options.fix and not options.diff:  # the files written import it
+            write_helpers(stop.reports)
+        raise
+    if options.fix and not options.diff:
+        write_helpers(reports)
+    if lint_cache is not None:
+        for report in reports:
+            if report.cache_entry is not None:
+                lint_cache.put(report.path, report.cache_entry)
+        lint_cache.save()
+    return sorted(reports, key=lambda report: report.path)
+
+
+# A run of at most this many Python files reads them first and imports only the rules whose
+# terms they name (most of a small check's start-up is importing rules); each file is
+# checked from that reading. Not when fixing: a fix writes text (`pick_device(0)`) that
+# another rule's terms may name.
+_SMALL_RUN = 16
+
+
+def _read_small_run(files: Sequence[PendingFile],
+                    options: RunOptions) -> dict[Path, tuple[bytes, Status | None]] | None:
+    """Each file's content, and its status taken before the read (for the cache), for a
+    small run of Python files; None for any other run."""
+    if (len(files) > _SMALL_RUN or options.fix or options.diff
+            or any(kind is not FileKind.PYTHON for _, kind, _ in files)):
+        return None
+    read = {}
+    for path, kind, _settings in files:
+        status = file_status(path) if options.lint_cache is not None else None
+        try:
+            read[path] = (_read(path, kind, options), status)
+        except ReadError:  # the check reports why
+            continue
+    return read
+
+
+def _open_cache(config: Config, options: RunOptions) -> Cache | None:
+    if not options.cache or options.fix or options.diff:
+        return None
+    return Cache.open(config.root, options.want_edits, _selection(config, options))
+
+
+def _cached_facts(cache: Cache, options: RunOptions) -> Callable[[Path], Any]:
+    """The tree scan's facts of a Python file, through the cache: a file whose status is
+    unchanged is not read, and one read is not read again to be looked up."""
+    def facts(path: Path) -> Any:
+        snapshot = cache.snapshot(path, partial(_read_sized, kind=FileKind.PYTHON,
+                                                options=options), partial(_facts, FileKind.PYTHON))
+        return None if snapshot is None else snapshot.facts
+
+    return facts
+
+
+def _facts(kind: FileKind, data: bytes) -> Any:
+    return project.file_facts(data) if kind is FileKind.PYTHON else None
+
+
+def write_helpers(reports: Sequence[FileReport]) -> None:
+    """Write the standalone helper where fixed files now import it and it is missing."""
+    from cudalint.runtime.helper import write_helper  # only after --fix
+
+    for report in reports:
+        if report.helper is None or report.helper.exists():
+            continue
+        try:
+            write_helper(report.helper, force=False)
+        except OSError as error:
+            report.findings.append(error_finding(
+                report.path, f"cannot write the device helper {report.helper}: {error}"))
+            continue
+        report.helper_written = True
+
+
+# Below this many files a second process costs more than it saves.
+_FILES_PER_PROCESS = 16
+
+
+def pool_size(requested: int | None, files: int) -> int:
+    """Processes for a run: `--jobs`, else one per core this process may use; one under
+    pre-commit, which already runs a hook per core, each on its own share of the files."""
+    if requested is None and os.environ.get("PRE_COMMIT"):
+        return 1
+    return max(1, min(requested or _usable_cores(), files // _FILES_PER_PROCESS))
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):  # a container or `taskset` may allow fewer than all
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+if TYPE_CHECKING:
+    Task = tuple[Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions] | tuple[
+        Path, FileKind, tuple[type[Rule], ...], Settings, RunOptions, bytes, Status | None]
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the reports of the files finished before it (each file is whole: fixed and
+    written, or left as it was)."""
+
+    def __init__(self, reports: list[FileReport]) -> None:
+        super().__init__("interrupted")
+        self.reports = reports
+
+
+def check_all(tasks: Sequence[Task], jobs: int,
+              progress: Callable[[int], None] | None = None,
+              memory_limit: int | None = None) -> list[FileReport]:
+    """Each file checked on its own (in `jobs` processes, each with `memory_limit` bytes for
+    its file), so they share nothing but results; a worker that dies is its file's error line."""
+    if not tasks:  # every file came from the cache
+        return []
+    from cudalint.engine.running import pool  # multiprocessing: only when a run checks files
+
+    function = _check_task if jobs < 2 else _check_in_worker
+    ordered = tasks if jobs < 2 else _largest_first(tasks)
+    reports, interrupted = pool.run_all(function, ordered, jobs, progress,
+                                        on_death=_died_on, memory_limit=memory_limit)
+    if ordered is not tasks:
+        reports.sort(key=lambda report: report.path)
+    if interrupted:
+        raise Interrupted(reports)
+    return reports
+
+
+def _largest_first(tasks: Sequence[Task]) -> list[Task]:
+    """The tasks, largest file first: the processes then end together, rather than one
+    checking the largest file alone at the end (a file's cost grows with its size)."""
+    def size(task: Task) -> int:
+        try:
+            return os.stat(task[0]).st_size
+        except OSError:
+            return 0
+
+    return sorted(tasks, key=size, reverse=True)
+
+
+def _check_task(task: Task) -> FileReport:
+    return check_file(*task)
+
+
+# For tests only: a worker process that comes to the file of this name kills itself with
+# SIGKILL, as the OOM killer or a crash in a C extension would end it.
+KILL_WORKER_ON = "CUDALINT_TEST_KILL_WORKER_ON"
+
+
+def _check_in_worker(task: Task) -> FileReport:
+    if task[0].name == os.environ.get(KILL_WORKER_ON):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+    return check_file(*task)
+
+
+def _died_on(task: Task, reason: str) -> FileReport:
+    return FileReport(task[0], [error_finding(task[0], reason)])
+
+
+def check_file(
+    path: Path,
+    kind: FileKind,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    options: RunOptions,
+    data: bytes | None = None,
+    status: Status | None = None,
+) -> FileReport:
+    """Check one file (from `data` when given: an editor's unsaved buffer, or the file as the
+    run read it, with its `status` before that read), the cyclic garbage collector held off
+    meanwhile (cudalint.engine.running.collector)."""
+    with HeldOff():
+        return _check_file(path, kind, rules, settings, options, data, status)
+
+
+def _check_file(
+    path: Path,
+    kind: FileKind,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    options: RunOptions,
+    data: bytes | None,
+    status: Status | None,
+) -> FileReport:
+    if options.lint_cache is not None:
+        return _check_and_store(options.lint_cache, path, kind, rules, settings, options,
+                                data, status)
+    if data is None:
+        try:
+            data = _read(path, kind, options)
+        except ReadError as error:
+            return FileReport(path, [error_finding(path, str(error))])
+    from cudalint.engine.first_pass.prefilter import Prefilter  # `ast`: only to check a file
+    from cudalint.rules.base import FileRule, PythonRule
+
+    python_rules = tuple(r for r in rules if issubclass(r, PythonRule))
+    job = Job(
+        path=path,
+        kind=kind,
+        data=data,
+        python_rules=python_rules,
+        file_rules=tuple(r() for r in rules if issubclass(r, FileRule) and kind in r.file_kinds),
+        settings=settings,
+        prefilter=Prefilter.for_rules(python_rules, settings),
+        options=options,
+    )
+    return _lean(isolated(checker_for(kind), job))
+
+
+def _lean(report: FileReport) -> FileReport:
+    """The report without the file's text when no finding needs it: the text serves the
+    source excerpts of findings (and the cache keeps it for them), and a worker sends its
+    reports back to the run's process whole (over the torch package, 45 MB of text)."""
+    if not report.findings:
+        report.text = None
+    return report
+
+
+def _read(path: Path, kind: FileKind, options: RunOptions) -> bytes:
+    data = _read_sized(path, kind, options)
+    if kind is FileKind.PYTHON:
+        require_memory(len(data), options.max_memory)
+    return data
+
+
+def _read_sized(path: Path, kind: FileKind, options: RunOptions) -> bytes:
+    limit = options.max_file_size
+    if kind is FileKind.SHARED_LIBRARY:
+        return read_regular(path, max(limit, MAX_BINARY_SIZE))
+    return read_regular(path, limit)
+
+
+def isolated(checker: Checker, job: Job) -> FileReport:
+    """The checker's report, or the error line of a file it failed on: one file never ends
+    the run, and no raw exception text reaches the user."""
+    try:
+        return checker(job)
+    except RecursionError:
+        reason = "too deeply nested for cudalint to check; not checked"
+    except MemoryError:
+        reason = "out of memory while checking this file; not checked"
+    except Exception as error:
+        reason = f"internal error ({type(error).__name__}) while checking this file; not checked"
+    return FileReport(job.path, [error_finding(job.path, reason)])
+
+
+if TYPE_CHECKING:
+    PendingFile = tuple[Path, FileKind, Settings]
+
+
+def replay(cache: Cache, files: Sequence[PendingFile],
+           options: RunOptions) -> tuple[list[FileReport], list[PendingFile]]:
+    """The reports the cache holds, and the files left to check. The lookups happen here, in
+    the run's own process, before any rule is imported: a run whose files all hit costs a
+    status and a lookup per file (a read and a hash where the status changed), and starts no
+    worker."""
+    reports, left = [], []
+    for path, kind, settings in files:
+        snapshot = cache.snapshot(path, partial(_read_sized, kind=kind, options=options),
+                                  partial(_facts, kind))
+        hit = None if snapshot is None else cache.load(path, kind, settings, snapshot)
+        if hit is None:  # a file that cannot be read is left to the check, which says why
+            left.append((path, kind, settings))
+        else:
+            reports.append(FileReport(path, *hit))
+    return reports, left
+
+
+def _check_and_store(
+    store: Store,
+    path: Path,
+    kind: FileKind,
+    rules: Sequence[type[Rule]],
+    settings: Settings,
+    options: RunOptions,
+    data: bytes | None = None,
+    status: Status | None = None,
+) -> FileReport:
+    """A file the cache did not hold (`replay`), checked; its report carries the cache entry
+    for the run's process to record (its status taken before the content is read)."""
+    uncached = options.replace(lint_cache=None)
+    if data is None:
+        status = file_status(path)
+        try:
+            data = _read(path, kind, options)
+        except ReadError:
+            return check_file(path, kind, rules, settings, uncached)  # reports why
+    report = check_file(path, kind, rules, settings, uncached, data)
+    snapshot = Snapshot.of(data, _facts(kind, data), status)
+    report.cache_entry = store.entry(path, kind, settings, snapshot, report.findings,
+                                     report.text)
+    return report
+
+
+def check_python(job: Job) -> FileReport:
+    options = job.options
+    if not (options.fix or options.diff):
+        from cudalint.engine.checkers.python import lint_python  # LibCST: only to check a file
+
+        result = lint_python(job.data, job.path, job.python_rules, job.settings,
+                             prefilter=job.prefilter, want_edits=options.want_edits)
+        return FileReport(job.path, result.findings, result.text)
+    from cudalint.engine.fixes.autofix import FixError, fix_python
+    try:
+        outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
+                             unsafe=options.unsafe_fixes, prefilter=job.prefilter)
+    except FixError as error:
+        return _left_as_it_was(job, str(error))
+    return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings, outcome.found)
+
+
+def finish_fix(
+    job: Job, fixed: bytes, applied: int, findings: list[Finding], found: list[Finding]
+) -> FileReport:
+    """Write (or diff) a fixed file; the report keeps the findings left after fixing, and
+    those `found` before."""
+    text = fixed.decode("utf-8", errors="replace")
+    report = FileReport(job.path, findings, text, applied, found=found)
+    if job.options.in_memory:
+        report.fixed_data = fixed
+    if fixed == job.data:
+        return report
+    if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
+        report.helper = job.settings.helper_file
+    if job.options.diff:
+        before = job.data.decode("utf-8", errors="replace")
+        report.diff = unified_diff(before, text, job.path)
+        return report
+    if job.options.in_memory:
+        return report
+    from cudalint.engine.running.writer import WriteError, write_fixed  # tempfile: only to write
+
+    try:
+        write_fixed(job.path, fixed, job.data)
+    except WriteError as error:
+        return _left_as_it_was(job, str(error))
+    report.written = True
+    return report
+
+
+def _left_as_it_was(job: Job, reason: str) -> FileReport:
+    """The findings of the file as it stays, after the error line saying why it was not fixed."""
+    unfixed = job.replace(options=job.options.replace(fix=False, diff=False))
+    report = isolated(checker_for(job.kind), unfixed)
+    report.findings.insert(0, error_finding(job.path, reason))
+    return report
+
+
+def imports_module(text: str, module: str) -> bool:
+    """Whether `text` (Python, or a notebook's JSON) has `from <module> import`."""
+    return re.search(rf"(?:^|[\s\"])from\s+{re.escape(module)}\s+import\b", text) is not None
+
+
+def check_other(job: Job) -> FileReport:
+    """A non-Python file, read by the FileRules of its kind."""
+    if not job.file_rules:
+        return FileReport(job.path, [])
+    text: str | None = None
+    if job.kind not in (FileKind.SHARED_LIBRARY, FileKind.CUDA_SOURCE):
+        try:
+            text = job.data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return FileReport(job.path, [error_finding(job.path, "not UTF-8 text")])
+    source = SourceFile(job.path, job.kind, job.data, text)
+    findings = run_file_rules(job.file_rules, source)
+    if text is not None:
+        from cudalint.engine.locate import noqa
+        from cudalint.formats import dockerfile
+
+        lines = text.splitlines()
+        if job.kind is FileKind.DOCKERFILE:  # Docker allows comments on their own lines only
+            lines = dockerfile.noqa_lines(lines)
+        findings = noqa.unsuppressed(findings, lines)
+    return FileReport(job.path, findings, text)
+
+
+def run_file_rules(rules: Sequence[FileRule], source: SourceFile) -> list[Finding]:
+    """Every rule's findings, each once: two rules reading one malformed file report it once.
+    A rule that fails on an odd input reports an error line for that file, and the run goes on."""
+    findings: list[Finding] = []
+    for rule in rules:
+        try:
+            findings.extend(rule.check(source))
+        except Exception as error:
+            reason = f"internal error: {type(error).__name__}"
+            findings.append(error_finding(source.path, f"{rule.code} could not read the file "
+                                                       f"({reason})"))
+    return list(dict.fromkeys(findings))
+
+
+def unified_diff(before: str, after: str, path: Path) -> str:
+    import difflib  # only for --diff
+
+    shown = os.path.relpath(path) if Path.cwd() in Path(path).resolve().parents else str(path)
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=shown,
+            tofile=shown,
+        )
+    )
+
+
+def rules_for(path: Path, enabled: Sequence[type[Rule]], config: Config) -> tuple[type[Rule], ...]:
+    ignored = [
+        code.upper()
+        for pattern, codes in config.per_file_ignores.items()
+        if _matches(path, pattern, config.root)
+        for code in codes
+    ]
+    if not ignored:
+        return tuple(enabled)
+    return tuple(r for r in enabled if not any(r.code.startswith(c) for c in ignored))
+
+
+def _matches(path: Path, pattern: str, root: Path) -> bool:
+    try:
+        relative = path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        relative = path.as_posix()
+    return fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern)
+

@@ -1,0 +1,254 @@
+"""Which branches only run on a CUDA machine (or only when an optional import worked).
+
+A finding inside such a branch is *guarded*: its severity is lowered one step, never hidden.
+A guard is an availability check (`torch.cuda.is_available()`, `x.is_cuda`,
+`device.type == "cuda"`, a variable holding one of these), never a user's own switch
+(`args.use_cuda`, `cfg.cuda`): its default may well be on.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from cudalint import data
+from cudalint.engine.first_pass.prefilter import caseless, word
+
+if TYPE_CHECKING:
+    from cudalint.engine.walk.context import PythonContext
+
+# torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
+_PROBES = frozenset(
+    name for name, entry in data.load("torch_cuda_api.toml")["api"].items() if entry.get("probe")
+)
+_CUDA_HOME = "torch.utils.cpp_extension.CUDA_HOME"
+# Values that are set only in a CUDA build of torch.
+_BUILD_PROBES = frozenset({"torch.version.cuda"})
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+# Calls that end the program or skip the test: an `if` without CUDA ending in one is an
+# early exit, which guards the rest of its block.
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.exit"})
+_SKIPS = frozenset({"pytest.skip", "pytest.importorskip"})
+_SKIP_DECORATORS = frozenset({"pytest.mark.skipif", "unittest.skipIf"})
+# The only node types whose children branch_guard can find guarded.
+BRANCHING: frozenset[type[cst.CSTNode]] = frozenset({
+    cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation, cst.FunctionDef})
+# Names that hold a device: DEVICE, device, device_type, dev, self.device, args.device.
+_DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_|$)", re.IGNORECASE)
+
+
+def names_a_device(name: str) -> bool:
+    return bool(_DEVICE_NAME.search(name))
+
+
+def is_cuda_string(expr: cst.BaseExpression) -> bool:
+    """`"cuda"` or `"cuda:<n>"` as a plain string literal."""
+    if not isinstance(expr, cst.SimpleString):
+        return False
+    value = expr.evaluated_value
+    return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))
+
+
+def is_device(expr: cst.BaseExpression) -> bool:
+    """`x.device`, `device.type`, `args.device`, `dev`, `str(device)`: an expression that
+    holds a device (or its type), as opposed to a kernel or backend name."""
+    if isinstance(expr, cst.Name):
+        return names_a_device(expr.value)
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value == "type" or names_a_device(expr.attr.value)
+    if isinstance(expr, cst.Call) and _is_name(expr.func, "str") and expr.args:
+        return is_device(expr.args[0].value)
+    return False
+
+
+def _is_name(expr: cst.BaseExpression, name: str) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == name
+
+
+def is_cuda_comparison(expr: cst.BaseExpression) -> bool:
+    """`device == "cuda"`, `x.device.type == "cuda"`, `"cuda" in args.device`,
+    `device.startswith("cuda")`: a device tested against CUDA (`impl == "cuda"` is not)."""
+    if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1:
+        target = expr.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.In)):
+            return False
+        left, right = expr.left, target.comparator
+        return (is_cuda_string(left) and is_device(right)) or \
+            (is_cuda_string(right) and is_device(left))
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
+            and expr.func.attr.value == "startswith":
+        return bool(expr.args) and is_cuda_string(expr.args[0].value) \
+            and is_device(expr.func.value)
+    return False
+
+
+def is_cuda_probe(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
+    """True when `expr` is true only where CUDA is available or in use."""
+    if isinstance(expr, cst.BooleanOperation):
+        left, right = is_cuda_probe(ctx, expr.left), is_cuda_probe(ctx, expr.right)
+        return (left or right) if isinstance(expr.operator, cst.And) else (left and right)
+    if isinstance(expr, cst.Call):
+        return ctx.call_name(expr) in _PROBES
+    if isinstance(expr, cst.Comparison) and isinstance(expr.left, cst.Call):
+        # torch.cuda.device_count() > 0
+        return ctx.call_name(expr.left) in _PROBES
+    if _tests_cuda_home(ctx, expr, cst.IsNot):
+        return True
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda":
+        return True
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return _holds_probe(ctx, expr)
+    return is_cuda_comparison(expr)
+
+
+def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
+    if ctx.qualname(expr) in _BUILD_PROBES:
+        return True
+    held = ctx.holds_probe(expr)
+    if held is not None:
+        return held
+    # A parameter or global never assigned here: trusted by its name (`use_cuda`), but
+    # never a user's option (`args.use_cuda`, `cfg.cuda`), whose default may well be on.
+    return isinstance(expr, cst.Name) and names_cuda_flag(expr.value)
+
+
+# What a flag's name starts with when it says that CUDA is in use (in any case).
+CUDA_FLAGS = ("use_cuda", "has_cuda", "cuda_avail")
+# What a probe names besides the word `cuda` (the terms of the rules that read probes): a
+# flag (`names_cuda_flag`: `use_cuda`, `USE_CUDA`, `CUDA_AVAILABLE`, `Cuda`) or `x.is_cuda`.
+# It starts with one character class, as prefilter.caseless_word's patterns do.
+PROBE_PATTERN = (
+    rf"[uUhHcC](?<![A-Za-z0-9_].)(?:(?<=[uU]){caseless('se_cuda')}|(?<=[hH]){caseless('as_cuda')}"
+    rf"|(?<=[cC]){caseless('uda')}(?:{caseless('_avail')}|(?![A-Za-z0-9_])))"
+    rf"|{word('is_cuda')}"
+)
+
+
+def names_cuda_flag(name: str) -> bool:
+    """`use_cuda`, `has_cuda`, `cuda_available`: a flag that says CUDA is in use."""
+    lowered = name.lower()
+    return lowered == "cuda" or lowered.startswith(CUDA_FLAGS)
+
+
+def is_cuda_absence(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
+    """True when `expr` is true only where CUDA is missing: `not torch.cuda.is_available()`,
+    `not has_gpu`, `CUDA_HOME is None`."""
+    inner = _negated(expr)
+    if inner is not None:
+        return is_cuda_probe(ctx, inner)
+    return _tests_cuda_home(ctx, expr, cst.Is)
+
+
+def _tests_cuda_home(ctx: PythonContext, expr: cst.BaseExpression,
+                     operator: type[cst.BaseCompOp]) -> bool:
+    """`CUDA_HOME is None` (operator Is) / `CUDA_HOME is not None` (IsNot), the toolkit of
+    torch.utils.cpp_extension."""
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return False
+    target = expr.comparisons[0]
+    return type(target.operator) is operator and _is_name(target.comparator, "None") \
+        and ctx.qualname(expr.left) == _CUDA_HOME
+
+
+def _negated(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return expr.expression
+    return None
+
+
+def is_main_check(expr: cst.BaseExpression) -> bool:
+    """`if __name__ == "__main__":`"""
+    if not (isinstance(expr, cst.Comparison) and isinstance(expr.left, cst.Name)
+            and expr.left.value == "__name__" and len(expr.comparisons) == 1):
+        return False
+    target = expr.comparisons[0]
+    return isinstance(target.operator, cst.Equal) \
+        and isinstance(target.comparator, cst.SimpleString)
+
+
+def catches_import_error(node: cst.Try | cst.TryStar) -> bool:
+    for handler in node.handlers:
+        kind = handler.type
+        names: list[cst.BaseExpression] = []
+        if isinstance(kind, cst.Tuple):
+            names = [element.value for element in kind.elements]
+        elif kind is not None:
+            names = [kind]
+        if any(isinstance(n, cst.Name) and n.value in _IMPORT_ERRORS for n in names):
+            return True
+    return False
+
+
+def branch_guard(ctx: PythonContext, node: cst.CSTNode, attribute: str) -> bool:
+    """Whether the child `attribute` of `node` runs only under CUDA (or a working import)."""
+    if isinstance(node, (cst.If, cst.IfExp)) and attribute in ("body", "orelse"):
+        if attribute == "body":
+            return is_cuda_probe(ctx, node.test)
+        return is_cuda_absence(ctx, node.test)
+    if isinstance(node, (cst.Try, cst.TryStar)) and attribute == "body":
+        return catches_import_error(node)
+    if attribute == "right" and isinstance(node, cst.BooleanOperation):
+        # `torch.cuda.is_available() and <right>`, `not x.is_cuda or <right>`
+        if isinstance(node.operator, cst.And):
+            return is_cuda_probe(ctx, node.left)
+        return is_cuda_absence(ctx, node.left)
+    if attribute == "body" and isinstance(node, cst.FunctionDef):
+        return any(_skips_without_cuda(ctx, d.decorator) for d in node.decorators)
+    return False
+
+
+def _skips_without_cuda(ctx: PythonContext, decorator: cst.BaseExpression) -> bool:
+    """`@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `@unittest.skipIf(...)`."""
+    if not isinstance(decorator, cst.Call) or not decorator.args:
+        return False
+    if ctx.call_name(decorator) not in _SKIP_DECORATORS:
+        return False
+    return is_cuda_absence(ctx, decorator.args[0].value)
+
+
+def exits_without_cuda(ctx: PythonContext, statement: cst.CSTNode) -> bool:
+    """`if not torch.cuda.is_available(): return` (or raise, continue, break, sys.exit(),
+    pytest.skip()), or the `else:` of a CUDA check ending so: the statements after it in
+    its block run only with CUDA."""
+    if not isinstance(statement, cst.If):
+        return False
+    if is_cuda_absence(ctx, statement.test):
+        return ends_program(ctx, statement.body)
+    orelse = statement.orelse
+    return isinstance(orelse, cst.Else) and is_cuda_probe(ctx, statement.test) \
+        and ends_program(ctx, orelse.body)
+
+
+def ends_program(ctx: PythonContext, suite: cst.BaseSuite) -> bool:
+    """The block leaves its function or loop, skips the test, or stops the program, as its
+    last step."""
+    last = last_statement(suite)
+    if isinstance(last, (cst.Return, cst.Continue, cst.Break)) or stops_program(ctx, last):
+        return True
+    call = last.value if isinstance(last, cst.Expr) else None
+    if not isinstance(call, cst.Call):
+        return False
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "skipTest":
+        return True
+    return ctx.call_name(call) in _SKIPS
+
+
+def stops_program(ctx: PythonContext, statement: cst.CSTNode | None) -> bool:
+    """`raise ...`, `sys.exit(...)`, `exit()`, `quit()`, `os._exit(...)`."""
+    if isinstance(statement, cst.Raise):
+        return True
+    call = statement.value if isinstance(statement, cst.Expr) else None
+    return isinstance(call, cst.Call) and ctx.call_name(call) in _EXITS
+
+
+def last_statement(suite: cst.BaseSuite) -> cst.BaseSmallStatement | None:
+    """The last simple statement of a block, if the block ends with one."""
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return suite.body[-1] if suite.body else None
+    if isinstance(suite, cst.IndentedBlock) and suite.body:
+        line = suite.body[-1]
+        if isinstance(line, cst.SimpleStatementLine) and line.body:
+            return line.body[-1]
+    return None
