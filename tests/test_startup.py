@@ -24,7 +24,7 @@ _NEVER_WHEN_PIPED = ("rich", "yaml", "elftools", "libcst.matchers", "packaging.r
                      "packaging.markers", "cudalint.rules.cud4_pins.conda", "pathspec",
                      "shutil")
 # (tomllib: the project has no pyproject.toml, and a replayed run reads no data table)
-_NEVER_WHEN_CACHED = ("libcst", "cudalint.rules.base", "cudalint.rules.cud1_device",
+_NEVER_WHEN_CACHED = ("libcst", "cudalint.engine.contract", "cudalint.rules.cud1_device",
                       "cudalint.engine.checkers.python", "concurrent.futures.process",
                       "multiprocessing",
                       "rich", "packaging", "pathspec", "cudalint.engine.running.pool",

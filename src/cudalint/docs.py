@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cudalint.engine.contract import Rule
 from cudalint.rules import index, primary_rules
-from cudalint.rules.base import Rule
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
             "## Fix safety")

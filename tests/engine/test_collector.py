@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.running import runner
 from cudalint.engine.running.collector import HeldOff
 from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.engine.settings import Settings
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 
 # A training script that several rules report on, among them the eight that follow
 # assignments (the walk's shared record of them was one of the cycles).

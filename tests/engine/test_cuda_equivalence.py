@@ -31,9 +31,9 @@ import torch.distributed as dist
 from cudalint import device as helper
 from cudalint.config import Config
 from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.project import facts as project
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 from tests.lint import run_on
 
 _ORDINAL = re.compile(r"(rank|gpu|gpu_id|device_id|local_rank|idx|index)$", re.IGNORECASE)

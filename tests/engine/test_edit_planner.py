@@ -15,6 +15,7 @@ import pytest
 
 from cudalint.engine.checkers import python
 from cudalint.engine.checkers.python import PythonResult, lint_python
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.outline import outline
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import text_lines
@@ -22,7 +23,6 @@ from cudalint.engine.fixes import fixer, imports
 from cudalint.engine.fixes.fixer import EditPlanner
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 
 FIXTURES = sorted((Path(__file__).resolve().parents[2] / "fixtures").rglob("*.py"))
 RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))

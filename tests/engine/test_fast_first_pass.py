@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cudalint.engine.checkers.python import _deeper_than
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.lazy_ast import parse_quietly
 from cudalint.engine.first_pass.outline import _nodes
 from cudalint.engine.first_pass.prefilter import (
@@ -32,7 +33,6 @@ from cudalint.engine.first_pass.prefilter import (
 from cudalint.engine.first_pass.sparse import first_line
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(p for folder in ("src", "tests", "scripts", "benchmarks", "fixtures")

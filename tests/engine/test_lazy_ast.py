@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from cudalint.engine.checkers.python import MAX_DEPTH, TOO_DEEP, _compiled, lint_python
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass import lazy_ast
 from cudalint.engine.first_pass.lazy_ast import is_placeholder
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import Hidden, first_line, units_of
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.locate import noqa
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 
 SOURCE = '''\
 import torch  # noqa: F401

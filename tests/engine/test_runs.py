@@ -12,13 +12,13 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from cudalint.engine.checkers.python import PythonResult, lint_python
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.outline import hidden_parts
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.runs import MIN_LINES, Tables, blank_runs
 from cudalint.engine.locate.codegen_positions import positions_of
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 
 RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))
 SETTINGS = Settings(target_torch=(2, 13))

@@ -10,11 +10,11 @@ import libcst as cst
 import pytest
 
 from cudalint.engine.checkers.python import PythonResult, lint_python
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import blank, leaves, source_segment, text_lines, units_of
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from cudalint.engine.checkers.python import PythonResult, lint_python
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass import sparse
 from cudalint.engine.first_pass.prefilter import GAP, Prefilter, caseless_word, word
 from cudalint.engine.walk.context import Settings
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules, index, rule_by_code
-from cudalint.rules.base import PythonRule
 
 RULES = tuple(r for r in all_rules() if issubclass(r, PythonRule))
 SETTINGS = Settings(target_torch=(2, 13))
@@ -440,8 +440,8 @@ def test_only_names_a_rule_follows_make_a_function_worth_reading():
 
 def test_a_rule_follows_names_through_assignments_unless_it_says_otherwise():
     """Every rule that remembers assignments says so; the default is to follow them."""
+    from cudalint.engine.contract import Rule
     from cudalint.rules.assignments import TracksAssignments
-    from cudalint.rules.base import Rule
 
     assert Rule.follows_assignments
     for rule in RULES:

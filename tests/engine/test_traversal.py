@@ -15,12 +15,12 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from cudalint.engine.contract import PythonRule, iter_examples
 from cudalint.engine.first_pass.outline import outline
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.walk import traversal
 from cudalint.engine.walk.context import PythonContext, Settings
 from cudalint.rules import all_rules
-from cudalint.rules.base import PythonRule, iter_examples
 
 ROOT = Path(__file__).resolve().parents[2]
 _Event = tuple[object, ...]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from cudalint.engine.contract import Invalid, Rule, Valid, iter_examples
 from cudalint.finding import Finding
 from cudalint.rules import all_rules, rule_by_code
-from cudalint.rules.base import Invalid, Rule, Valid, iter_examples
 from tests.lint import run_on
 
 

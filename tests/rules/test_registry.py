@@ -7,10 +7,10 @@ from pathlib import Path
 
 from cudalint.config import Selection
 from cudalint.engine.checkers.python import error_finding
+from cudalint.engine.contract import FileRule, PythonRule
 from cudalint.engine.running.runner import run_file_rules
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules import all_rules, primary_rules, rule_by_code, select
-from cudalint.rules.base import FileRule, PythonRule
 
 
 def test_every_class_runs_and_one_documents_each_code():

@@ -11,8 +11,8 @@ from typing import Any
 
 from cudalint.commands.help import HelpFormatter
 from cudalint.docs import render_rule_page, severity_text
+from cudalint.engine.contract import Rule
 from cudalint.rules import primary_rules, rule_by_code
-from cudalint.rules.base import Rule
 
 
 def parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:

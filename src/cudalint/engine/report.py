@@ -1,5 +1,6 @@
 """What a Python rule hands the engine: a node to report, and maybe a fix replacing a node.
-The engine positions, suppresses and fixes them; rule modules re-export both from rules.base."""
+The engine positions, suppresses and fixes them; rule modules re-export both from
+engine.contract."""
 
 from __future__ import annotations
 

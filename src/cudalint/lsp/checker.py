@@ -12,6 +12,7 @@ from pathlib import Path
 from cudalint.config import Config, ConfigError, load_config
 from cudalint.discovery import discover
 from cudalint.engine.checkers.python import BOM, lint_python
+from cudalint.engine.contract import PythonRule, Rule
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import leaves, units_of
 from cudalint.engine.fixes.autofix import FixError, fix_python
@@ -29,7 +30,6 @@ from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
 from cudalint.lsp.incremental import UnitCache
-from cudalint.rules.base import PythonRule, Rule
 
 # Notebook findings are placed by cell; a notebook's JSON text has no place for them.
 UNCHECKED = frozenset({FileKind.NOTEBOOK, FileKind.SHARED_LIBRARY})

@@ -17,8 +17,8 @@ from cudalint.rules import index
 
 if TYPE_CHECKING:
     from cudalint.config import Selection
+    from cudalint.engine.contract import Rule
     from cudalint.kinds import FileKind
-    from cudalint.rules.base import Rule
 
 __all__ = ["all_rules", "for_kinds", "primary_rules", "rule_by_code", "select"]
 
@@ -44,7 +44,7 @@ def for_kinds(kinds: Iterable[FileKind],
 
 
 def _rules_in(modules: Iterable[ModuleType]) -> tuple[type[Rule], ...]:
-    from cudalint.rules.base import Rule
+    from cudalint.engine.contract import Rule
 
     found: dict[str, type[Rule]] = {}
     for module in modules:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.rules.base import PythonRule
+from cudalint.engine.contract import PythonRule
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import PythonContext

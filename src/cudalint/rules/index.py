@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from cudalint import data
 
 if TYPE_CHECKING:
+    from cudalint.engine.contract import Rule
     from cudalint.kinds import FileKind
-    from cudalint.rules.base import Rule
 
 NAME = "rule_index.json"
 _PYTHON_KINDS = ("python", "notebook")  # a PythonRule reads Python files and notebook cells
@@ -62,8 +62,8 @@ def _named(terms: dict[str, list[Any]], texts: Sequence[bytes]) -> bool:
 
 
 def entry_of(rule: type[Rule]) -> dict[str, Any]:
+    from cudalint.engine.contract import FileRule, PythonRule
     from cudalint.kinds import FileKind
-    from cudalint.rules.base import FileRule, PythonRule
 
     kinds: list[str] = []
     entry: dict[str, Any] = {"code": rule.code, "module": rule.__module__,

@@ -29,7 +29,7 @@ from cudalint.engine.walk.traversal import walk
 from cudalint.finding import Edit, Finding, Fix, Position, error_finding
 
 if TYPE_CHECKING:
-    from cudalint.rules.base import PythonRule
+    from cudalint.engine.contract import PythonRule
 
 BOM = b"\xef\xbb\xbf"
 

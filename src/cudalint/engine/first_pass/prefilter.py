@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from cudalint.engine.first_pass.needs import Need, guard_of, identifier_like
 
 if TYPE_CHECKING:
+    from cudalint.engine.contract import Rule
     from cudalint.engine.walk.context import Settings
-    from cudalint.rules.base import Rule
 
 _DIGITS = b"0123456789"
 _WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_" + _DIGITS

@@ -17,7 +17,7 @@ from cudalint.engine.walk.context import Settings
 from cudalint.finding import Applicability, Finding
 
 if TYPE_CHECKING:
-    from cudalint.rules.base import PythonRule
+    from cudalint.engine.contract import PythonRule
 
 # One pass applies every fix, nested ones included; a second pass only finds what the first
 # pass's output still holds (a fix that makes another finding fixable). The bound only stops a

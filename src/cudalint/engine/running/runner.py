@@ -24,8 +24,8 @@ TYPE_CHECKING = False  # typing's, without importing typing: a replayed run neve
 if TYPE_CHECKING:
     from typing import Any
 
+    from cudalint.engine.contract import FileRule, PythonRule, Rule
     from cudalint.engine.first_pass.prefilter import Prefilter
-    from cudalint.rules.base import FileRule, PythonRule, Rule
 
 
 class RunOptions(Record):
@@ -402,8 +402,8 @@ def _check_file(
             data = _read(path, kind, options)
         except ReadError as error:
             return FileReport(path, [error_finding(path, str(error))])
+    from cudalint.engine.contract import FileRule, PythonRule
     from cudalint.engine.first_pass.prefilter import Prefilter  # `ast`: only to check a file
-    from cudalint.rules.base import FileRule, PythonRule
 
     python_rules = tuple(r for r in rules if issubclass(r, PythonRule))
     job = Job(

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
+    from cudalint.engine.contract import PythonRule
     from cudalint.engine.walk.context import PythonContext
-    from cudalint.rules.base import PythonRule
 
 _Callback = Callable[[cst.CSTNode], object]
 _AttributeCallback = Callable[[cst.CSTNode, str], None]

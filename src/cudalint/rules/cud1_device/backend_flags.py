@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud1_device import cuda_api_table
 
 _ROOTS = ("torch.backends.cudnn.", "torch.backends.cuda.")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, NodeFix
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, NodeFix
 from cudalint.rules.cud1_device import cuda_api_table, helper_imports
 from cudalint.rules.cud1_device.cuda_api_fixes import fits
 from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule

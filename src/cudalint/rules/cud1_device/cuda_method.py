@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.walk.context import PythonContext
 from cudalint.finding import Applicability
-from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device import args as device_args
 from cudalint.rules.cud1_device.device_strings import cuda_device_expr
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid
 from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
 
 # Calls that only show a value: passing `torch.version.cuda` to them never fails.

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import Terms
 from cudalint.engine.walk.guards import (
     PROBE_PATTERN,
@@ -14,7 +15,6 @@ from cudalint.engine.walk.guards import (
     last_statement,
     stops_program,
 )
-from cudalint.rules.base import Invalid, PythonRule
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import Settings

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE, Terms, may_spell, word
 from cudalint.engine.walk import traversal
 from cudalint.engine.walk.guards import (
@@ -17,7 +18,6 @@ from cudalint.engine.walk.guards import (
 )
 from cudalint.engine.walk.traversal import find_all
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.args import replace_message
 from cudalint.rules.cud1_device.device_strings import (
     DeviceString,

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.walk.guards import is_cuda_comparison
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, PythonRule
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import PythonContext

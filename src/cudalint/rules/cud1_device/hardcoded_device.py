@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.walk.context import PythonContext
 from cudalint.engine.walk.guards import names_a_device
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.base import Invalid, NodeFix, PythonRule
 from cudalint.rules.cud1_device.device_choice import inside_choice
 from cudalint.rules.cud1_device.device_strings import (
     DeviceString,

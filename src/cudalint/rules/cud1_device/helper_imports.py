@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.contract import NodeFix
 from cudalint.engine.walk import traversal
 from cudalint.engine.walk.context import dotted_name
-from cudalint.rules.base import NodeFix
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import fits
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from cudalint.engine.contract import Invalid
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid
 from cudalint.rules.cud1_device import references
 from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
 

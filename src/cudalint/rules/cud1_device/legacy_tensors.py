@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, NodeFix
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, NodeFix
 from cudalint.rules.cud1_device import args as call_args
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import keyword_arg, pick_device, unique

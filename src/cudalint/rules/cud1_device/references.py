@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.contract import PythonRule
 from cudalint.engine.walk import guards
 from cudalint.engine.walk.context import root_name
-from cudalint.rules.base import PythonRule
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi
 

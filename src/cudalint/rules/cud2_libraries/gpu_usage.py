@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE, Terms, caseless, word
 from cudalint.finding import Severity
 from cudalint.rules import tables
-from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import arguments, availability, imported
 
 if TYPE_CHECKING:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from cudalint import packages
+from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import Terms
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Severity
-from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import availability, imported
 
 

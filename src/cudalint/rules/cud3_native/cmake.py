@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding
 from cudalint.formats import cmake
 from cudalint.formats.cmake import Invocation
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 
 _PACKAGES = frozenset({"CUDA", "CUDATOOLKIT", "CUDNN", "NCCL", "TENSORRT"})
 _LEGACY = frozenset({"cuda_add_library", "cuda_add_executable", "cuda_compile",

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import Terms, word
 from cudalint.rules import tables
-from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud2_libraries import arguments
 
 if TYPE_CHECKING:

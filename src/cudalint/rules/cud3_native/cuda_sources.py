@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 
 
 class CudaSourceFile(FileRule):

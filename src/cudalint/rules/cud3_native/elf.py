@@ -10,9 +10,9 @@ import struct
 from collections.abc import Iterator
 
 from cudalint.engine.checkers.python import error_finding, one_line
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 from cudalint.rules.cud3_native.ctypes_libs import cuda_library
 
 _ELF_MAGIC = b"\x7fELF"

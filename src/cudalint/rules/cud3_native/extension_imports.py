@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, PythonRule, Valid
 from cudalint.engine.first_pass.prefilter import Terms
 from cudalint.engine.walk.context import Settings
-from cudalint.rules.base import Invalid, PythonRule, Valid
 from cudalint.rules.cud2_libraries import imported
 
 

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 from yaml.nodes import Node
 
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity
 from cudalint.formats import yaml_lines
 from cudalint.formats.shell import Command, Word, lines_of, read_script
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 from cudalint.rules.cud4_pins.conda import conda_command
 from cudalint.rules.cud4_pins.cuda_pins import Problem, cuda_image, finding, is_cuda_url
 from cudalint.rules.cud4_pins.pip import pip_command

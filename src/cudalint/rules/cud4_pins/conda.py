@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 from yaml.nodes import Node
 
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity
 from cudalint.formats import scripts, yaml_lines
 from cudalint.formats.installers import conda_install
 from cudalint.formats.requirements import parse_line
 from cudalint.formats.shell import Command, Word, program
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 from cudalint.rules.cud4_pins.cuda_pins import (
     Problem,
     channel_problem,

@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 from yaml.nodes import Node
 
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile, scripts, yaml_lines
 from cudalint.formats.shell import Command, Word, basename, program
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 from cudalint.rules.cud4_pins.cuda_pins import cuda_image
 
 # Commands that take an image: its name is one of their words, or an option's value.

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from cudalint import packages
+from cudalint.engine.contract import FileRule
 from cudalint.finding import Finding, Severity
 from cudalint.formats.requirements import excluded_on_macos, requirement
 from cudalint.kinds import SourceFile
-from cudalint.rules.base import FileRule
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement

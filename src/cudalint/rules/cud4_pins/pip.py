@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cudalint.engine.checkers.python import error_finding
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity
 from cudalint.formats import FormatError, dockerfile, scripts
 from cudalint.formats.installers import pip_install
 from cudalint.formats.requirements import Line, read_lines
 from cudalint.formats.shell import Command, Word, assigned, program
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 from cudalint.rules.cud4_pins import project_files
 from cudalint.rules.cud4_pins.cuda_pins import (
     Problem,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cudalint.rules.base import Invalid, PythonRule
+from cudalint.engine.contract import Invalid, PythonRule
 
 _SETUP = frozenset({"setuptools.setup", "distutils.core.setup", "skbuild.setup", "setup"})
 _REQUIRED = frozenset({"install_requires", "setup_requires"})

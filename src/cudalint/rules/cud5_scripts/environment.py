@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.contract import FileRule, Invalid, PythonRule, Valid
 from cudalint.engine.first_pass.prefilter import GAP, Terms
 from cudalint.engine.first_pass.prefilter import word as whole_word
 from cudalint.finding import Finding, Severity
 from cudalint.kinds import SCRIPT_RULE_KINDS, FileKind, SourceFile
 from cudalint.rules import tables
-from cudalint.rules.base import FileRule, Invalid, PythonRule, Valid
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import Settings

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from cudalint.engine.contract import FileRule, Invalid, PythonRule, Valid
 from cudalint.kinds import SCRIPT_RULE_KINDS, SourceFile
-from cudalint.rules.base import FileRule, Invalid, PythonRule, Valid
 
 if TYPE_CHECKING:
     from cudalint.finding import Finding

@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity
 from cudalint.formats import scripts
 from cudalint.formats.shell import Command, Word, basename, program
 from cudalint.kinds import FileKind, SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 
 _DIRECTIVE = re.compile(r"^\s*#(SBATCH|PBS|BSUB|\$)\s+(.*)$")
 # A GPU request in a scheduler option: `--gres=gpu:2`, `--gpus-per-node=4`, `-G 1`,

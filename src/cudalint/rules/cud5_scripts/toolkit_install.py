@@ -6,12 +6,12 @@ import fnmatch
 import re
 from collections.abc import Iterator, Sequence
 
+from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding
 from cudalint.formats import scripts
 from cudalint.formats.installers import conda_install, pip_install
 from cudalint.formats.shell import Command, Word, basename, program
 from cudalint.kinds import SourceFile
-from cudalint.rules.base import FileRule, Invalid, Valid
 
 _PACKAGE_MANAGERS = frozenset({"apt-get", "apt", "aptitude", "yum", "dnf", "microdnf",
                                "zypper", "apk"})

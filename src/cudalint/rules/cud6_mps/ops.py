@@ -7,13 +7,13 @@ from functools import cached_property
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import Terms
 from cudalint.engine.walk import scopes
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Severity
 from cudalint.mps_ops import UNKNOWN_VALUE, Coverage, OpStatus, load_coverage
 from cudalint.rules import tables
-from cudalint.rules.base import Invalid, PythonRule
 from cudalint.rules.cud1_device import args as call_args
 
 _FALLBACK_VARIABLE = "PYTORCH_ENABLE_MPS_FALLBACK"

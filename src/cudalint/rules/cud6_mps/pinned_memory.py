@@ -6,11 +6,11 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid
 from cudalint.engine.first_pass.prefilter import GAP, Terms, word
 from cudalint.engine.walk.context import PythonContext, Settings
 from cudalint.finding import Severity
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.base import Invalid
 
 _LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 _LOADER_MESSAGE = (

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid
 from cudalint.engine.first_pass.prefilter import Terms, word
 from cudalint.engine.walk import guards
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Severity
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.base import Invalid
 
 _DATA_PARALLEL = frozenset(
     {

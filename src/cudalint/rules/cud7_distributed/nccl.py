@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from cudalint.engine.contract import Invalid, NodeFix
 from cudalint.engine.walk import guards
 from cudalint.finding import Applicability
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.base import Invalid, NodeFix
 from cudalint.rules.cud1_device import args as call_args
 
 # `get_default_backend_for_device` came in torch 2.6, but it only knows MPS (-> gloo) since
