@@ -11,7 +11,7 @@ import pytest
 from cudalint.engine.first_pass.outline import Outline, outline
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.locate.positions import StatementPositions, whole_module_positions
-from cudalint.engine.walk.traversal import find_all
+from cudalint.engine.walk.visiting import find_all
 from tests.lint import codes_at, findings
 
 _LAYOUTS = {
@@ -192,7 +192,7 @@ _NESTED = {
 def _members_of_blocks(module: cst.Module) -> list[tuple[int, tuple[cst.CSTNode, ...]]]:
     """Every statement of an indented block below a top-level statement, with the nodes from
     that top-level statement down to it (cudalint.engine.walk.traversal.Chain)."""
-    from cudalint.engine.walk.traversal import children
+    from cudalint.engine.walk.visiting import children
 
     found = []
     for index, top in enumerate(module.body):

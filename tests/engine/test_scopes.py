@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 
 from cudalint.engine.first_pass.sparse import Hidden, units_of
-from cudalint.engine.walk import scopes, traversal
+from cudalint.engine.walk import scopes, visiting
 
 _ROOT = Path(__file__).resolve().parents[2]
 _EVERY_BLOCK = """\
@@ -74,7 +74,7 @@ async def run():
 def _by_visiting(module: cst.Module) -> dict[str, list[cst.BaseExpression]]:
     """What visiting every Assign node of the module finds (the reference)."""
     found: dict[str, list[cst.BaseExpression]] = {}
-    for node in traversal.find_all(module, (cst.Assign,)):
+    for node in visiting.find_all(module, (cst.Assign,)):
         assert isinstance(node, cst.Assign)
         for target in node.targets:
             if isinstance(target.target, cst.Name):

@@ -3,7 +3,7 @@ order: the context's hooks, each rule's visit_/leave_ methods, on every node and
 
 The reference is the walk cudalint used before (`_LibcstWalk`, a CSTVisitor driven by
 `module.visit`), kept here only. The rules' walk does not enter whitespace, comments and
-punctuation (`traversal.INERT`, which no rule visits): the comparison leaves out the events on
+punctuation (`visiting.INERT`, which no rule visits): the comparison leaves out the events on
 and inside those nodes, from both walks."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from cudalint.engine.contract import PythonRule, iter_examples
 from cudalint.engine.first_pass.outline import outline
 from cudalint.engine.first_pass.prefilter import Prefilter
-from cudalint.engine.walk import traversal
+from cudalint.engine.walk import traversal, visiting
 from cudalint.engine.walk.context import PythonContext, Settings
 from cudalint.rules import all_rules
 
@@ -28,7 +28,7 @@ _Event = tuple[object, ...]
 
 class _LibcstWalk(traversal._BatchedWalk, cst.CSTVisitor):
     """The reference: the rules' callbacks (the engine's own dispatch, `_BatchedWalk`) driven
-    by LibCST's own (rebuilding) visit instead of `traversal.traverse`."""
+    by LibCST's own (rebuilding) visit instead of `visiting.traverse`."""
 
     def __init__(self, ctx: PythonContext, rules: Sequence[PythonRule],
                  skip: Collection[int]) -> None:
@@ -112,7 +112,7 @@ def _comparable(log: list[_Event], module: cst.Module) -> list[_Event]:
     """The events of `log` on nodes the rules' walk enters: not on an inert node, nor on an
     attribute that holds inert nodes only, nor on an attribute of a node whose attributes the
     context does not hear of (`PythonContext.ATTRIBUTES_OF`; its hooks do nothing there)."""
-    nodes = {id(node): node for node in traversal.find_all(module, (cst.CSTNode,))}
+    nodes = {id(node): node for node in visiting.find_all(module, (cst.CSTNode,))}
 
     def inert(node_id: object, attribute: object) -> bool:
         node = nodes.get(node_id)  # type: ignore[call-overload]
@@ -120,9 +120,9 @@ def _comparable(log: list[_Event], module: cst.Module) -> list[_Event]:
             return True  # an attribute of an inert node, or of one the context ignores
         value = getattr(node, str(attribute))
         values = value if isinstance(value, (tuple, list)) else [value]
-        return all(type(v) in traversal.INERT for v in values)
+        return all(type(v) in visiting.INERT for v in values)
 
-    inert_names = {kind.__name__ for kind in traversal.INERT}
+    inert_names = {kind.__name__ for kind in visiting.INERT}
     kept = []
     for event in log:
         if event[0] in ("enter", "leave") and event[1] in inert_names:
@@ -185,25 +185,25 @@ class _Recording(cst.CSTVisitor):
     "match x:\n    case [1, *rest] if rest: pass\n    case {'a': b, **kw}: pass\n",
 ])
 def test_a_plain_visitor_sees_what_libcst_shows_it(source: str) -> None:
-    """`traversal.visit` drives any read-only visitor as `node.visit` does, including one
+    """`visiting.visit` drives any read-only visitor as `node.visit` does, including one
     that declines to enter a node; `children` and `find_all` agree with LibCST's."""
     module = cst.parse_module(source)
     ours, libcst_s = _Recording(), _Recording()
-    traversal.visit(module, ours)
+    visiting.visit(module, ours)
     module.visit(libcst_s)
     assert ours.log == libcst_s.log
-    nodes = list(traversal.find_all(module, (cst.CSTNode,)))
-    assert all(traversal.children(node) == list(node.children) for node in nodes)
+    nodes = list(visiting.find_all(module, (cst.CSTNode,)))
+    assert all(visiting.children(node) == list(node.children) for node in nodes)
 
 
 def test_an_f_string_without_a_format_spec_is_visited_as_libcst_does(monkeypatch) -> None:
     """LibCST skips an absent `format_spec` entirely (no attribute callbacks), unlike other
     absent attributes: whichever kind of f-string is seen first, the walk agrees."""
     for source in ('a = f"{x}"\nb = f"{y:>3}"\n', 'b = f"{y:>3}"\na = f"{x!r}"\n'):
-        monkeypatch.setattr(traversal, "_SHAPES", traversal._Shapes())  # nothing learned yet
+        monkeypatch.setattr(visiting, "_SHAPES", visiting._Shapes())  # nothing learned yet
         module = cst.parse_module(source)
         ours, libcst_s = _Recording(), _Recording()
-        traversal.visit(module, ours)
+        visiting.visit(module, ours)
         module.visit(libcst_s)
         assert ours.log == libcst_s.log
 
@@ -213,10 +213,10 @@ def test_attribute_callbacks_can_be_asked_for_some_node_types_only() -> None:
     other callback comes as LibCST's visit calls it."""
     module = cst.parse_module(_FSTRINGS + "if a:\n    b = c if d else e\n")
     ours, libcst_s = _Recording(), _Recording()
-    traversal.traverse(module, ours.on_visit, ours.on_leave, ours.on_visit_attribute,
+    visiting.traverse(module, ours.on_visit, ours.on_leave, ours.on_visit_attribute,
                        ours.on_leave_attribute, attributes_of={cst.If, cst.IfExp})
     module.visit(libcst_s)
-    kinds = {id(node): type(node) for node in traversal.find_all(module, (cst.CSTNode,))}
+    kinds = {id(node): type(node) for node in visiting.find_all(module, (cst.CSTNode,))}
     expected = [event for event in libcst_s.log if event[0] in ("visit", "leave")
                 or kinds.get(event[1]) in (cst.If, cst.IfExp)]
     assert ours.log == expected

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE
-from cudalint.engine.walk import traversal
+from cudalint.engine.walk import visiting
 from cudalint.engine.walk.context import dotted_name
 from cudalint.finding import Edit, Position
 
@@ -330,11 +330,11 @@ class _Uses(cst.CSTVisitor):
         return False
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        traversal.visit(node.value, self)
+        visiting.visit(node.value, self)
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        traversal.visit(node.value, self)
+        visiting.visit(node.value, self)
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -353,7 +353,7 @@ _ANNOTATION = re.compile(r"[\w.\[\], |]+")
 
 def uses(tree: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
     finder = _Uses()
-    traversal.visit(tree, finder)
+    visiting.visit(tree, finder)
     return finder.names
 
 

@@ -8,8 +8,8 @@ import re
 import libcst as cst
 
 from cudalint.engine.settings import SetupFacts
-from cudalint.engine.walk import traversal
-from cudalint.engine.walk.traversal import find_all
+from cudalint.engine.walk import visiting
+from cudalint.engine.walk.visiting import find_all
 
 # The fallback for a setup.py LibCST cannot parse (Python 2 prints, ...).
 _EXTENSION = re.compile(r"CUDAExtension\(\s*(?:name\s*=\s*)?['\"]([\w.]+)['\"]")
@@ -22,7 +22,7 @@ def read_setup(text: str) -> SetupFacts:
     except cst.ParserSyntaxError:
         return SetupFacts(cuda_extensions=frozenset(_EXTENSION.findall(text)))
     reader = _SetupReader()
-    traversal.visit(module, reader)
+    visiting.visit(module, reader)
     return SetupFacts(reader.cuda_only(), frozenset(reader.packages), tuple(reader.requires))
 
 

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import libcst as cst
 
-from cudalint.engine.walk import traversal
+from cudalint.engine.walk import visiting
 
 
 @lru_cache(maxsize=32)  # nodes hash by identity; the findings of one function share it
@@ -15,8 +15,8 @@ def bound_names(scope: cst.FunctionDef) -> frozenset[str]:
     """The names a function binds (nested functions included, to be safe): parameters,
     assignment targets, imports, defs."""
     finder = _Bindings()
-    traversal.visit(scope.params, finder)
-    traversal.visit(scope.body, finder)
+    visiting.visit(scope.params, finder)
+    visiting.visit(scope.body, finder)
     return frozenset(finder.names)
 
 

@@ -9,14 +9,14 @@ import libcst as cst
 
 from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE, Terms, may_spell, word
-from cudalint.engine.walk import traversal
+from cudalint.engine.walk import visiting
 from cudalint.engine.walk.guards import (
     PROBE_PATTERN,
     is_cuda_absence,
     is_cuda_probe,
     names_cuda_flag,
 )
-from cudalint.engine.walk.traversal import find_all
+from cudalint.engine.walk.visiting import find_all
 from cudalint.finding import Severity
 from cudalint.rules.cud1_device.args import replace_message
 from cudalint.rules.cud1_device.device_strings import (
@@ -344,7 +344,7 @@ def _comment_lines(node: cst.If) -> list[cst.EmptyLine]:
         def visit_Comment(self, comment: cst.Comment) -> None:
             found.append(comment)
 
-    traversal.visit(node.with_changes(leading_lines=()), _Comments())
+    visiting.visit(node.with_changes(leading_lines=()), _Comments())
     return [cst.EmptyLine(comment=cst.Comment(c.value)) for c in found]
 
 

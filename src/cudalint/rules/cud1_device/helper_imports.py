@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine.contract import NodeFix
-from cudalint.engine.walk import traversal
+from cudalint.engine.walk import visiting
 from cudalint.engine.walk.context import dotted_name
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import fits
@@ -91,7 +91,7 @@ def _from_helper(ctx: PythonContext, moves: dict[str, str]) -> cst.ImportFrom:
 def _binding(module: cst.Module, local: str) -> cst.ImportFrom | None:
     """The one `from torch.cuda[.sub] import ...` statement that binds `local`."""
     finder = _ImportFinder(local)
-    traversal.visit(module, finder)
+    visiting.visit(module, finder)
     if len(finder.found) != 1:
         return None
     return finder.found[0]
@@ -116,7 +116,7 @@ def _calls_of(module: cst.Module, local: str) -> list[cst.Call] | None:
     """Every call of the name `local`; None when it is also used otherwise (passed on, bound
     again, checked with isinstance)."""
     finder = _NameUses(local)
-    traversal.visit(module, finder)
+    visiting.visit(module, finder)
     return None if finder.other_use else finder.calls
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cudalint.engine.walk.traversal import find_all
+from cudalint.engine.walk.visiting import find_all
 
 
 def argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExpression | None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.walk.traversal import find_all
+from cudalint.engine.walk.visiting import find_all
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import PythonContext
