@@ -27,8 +27,15 @@ from typing import TYPE_CHECKING
 from cudalint.engine.first_pass.needs import Need, guard_of, identifier_like
 
 if TYPE_CHECKING:
-    from cudalint.engine.contract import Rule
-    from cudalint.engine.walk.context import Settings
+    from typing import Protocol
+
+    from cudalint.engine.settings import Settings
+
+    class Rule(Protocol):
+        """What the first pass asks of a rule class (cudalint.engine.contract.Rule): its terms
+        under the settings. Named here, not imported: the contract sits above the first pass."""
+
+        def prefilter(self, settings: Settings) -> Terms: ...
 
 _DIGITS = b"0123456789"
 _WORD_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_" + _DIGITS
@@ -181,7 +188,7 @@ class Prefilter:
     _followers: tuple[Follower, ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
-    def for_rules(cls, rules: Iterable[type[Rule]], settings: Settings) -> Prefilter:
+    def for_rules(cls, rules: Iterable[Rule], settings: Settings) -> Prefilter:
         """The pre-filter of `rules` under `settings`; a run asks once per file for the same
         one, which is built once."""
         rules = tuple(rules)
@@ -192,7 +199,7 @@ class Prefilter:
         return built
 
     @classmethod
-    def _build(cls, rules: Iterable[type[Rule]], settings: Settings) -> Prefilter:
+    def _build(cls, rules: Iterable[Rule], settings: Settings) -> Prefilter:
         terms = {rule: rule.prefilter(settings) for rule in rules}
         built = cls._merged(terms.values())
         groups: dict[tuple[bool, tuple[str, ...] | None], list[Terms]] = {}
@@ -498,10 +505,10 @@ def _called(calls: frozenset[bytes]) -> re.Pattern[bytes]:
     return re.compile(rb"\b(?:%s)%s\(" % (b"|".join(sorted(calls)), GAP.encode()))
 
 
-_last: tuple[tuple[type[Rule], ...], Settings, Prefilter] | None = None
+_last: tuple[tuple[Rule, ...], Settings, Prefilter] | None = None
 
 
-def _remember(rules: tuple[type[Rule], ...], settings: Settings, built: Prefilter) -> None:
+def _remember(rules: tuple[Rule, ...], settings: Settings, built: Prefilter) -> None:
     global _last
     _last = (rules, settings.replace(), built)  # a copy: the caller's may change
 

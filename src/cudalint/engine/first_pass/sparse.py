@@ -26,7 +26,14 @@ from cudalint.engine.first_pass.lazy_ast import Placeholder
 from cudalint.engine.first_pass.prefilter import BLOCK_FIELDS, identifiers
 
 if TYPE_CHECKING:
-    from cudalint.engine.first_pass.runs import Run
+    from typing import Protocol
+
+    class Run(Protocol):
+        """A run of table elements LibCST did not read (cudalint.engine.first_pass.runs, which
+        builds on this module): the module-wide questions read its words."""
+
+        @property
+        def words(self) -> frozenset[bytes]: ...
 
 # A line as `ast` counts them (a form feed ends none), with its ending.
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")

@@ -17,7 +17,17 @@ from cudalint import data
 from cudalint.engine.first_pass.prefilter import caseless, word
 
 if TYPE_CHECKING:
-    from cudalint.engine.walk.context import PythonContext
+    from typing import Protocol
+
+    class PythonContext(Protocol):
+        """What the guards ask of the walk's context (cudalint.engine.walk.context, which uses
+        them): names resolved through import aliases, and the probes kept in variables."""
+
+        def qualname(self, expr: cst.BaseExpression) -> str | None: ...
+
+        def call_name(self, node: cst.Call) -> str | None: ...
+
+        def holds_probe(self, expr: cst.Name | cst.Attribute) -> bool | None: ...
 
 # torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
 _PROBES = frozenset(
