@@ -11,7 +11,7 @@ import libcst as cst
 from cudalint.engine.contract import Invalid, NodeFix
 from cudalint.engine.walk.context import dotted_name
 from cudalint.finding import Applicability, Severity
-from cudalint.rules.cud1_device import args as call_args
+from cudalint.rules import args as call_args
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import keyword_arg, pick_device_type
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi, DeviceTypeArgument

@@ -10,7 +10,7 @@ from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.first_pass.prefilter import GAP, Terms, word
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Applicability, Severity
-from cudalint.rules.cud1_device import args as call_args
+from cudalint.rules import args as call_args
 
 _TORCH = word("torch")
 

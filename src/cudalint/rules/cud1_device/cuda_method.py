@@ -7,7 +7,7 @@ import libcst as cst
 from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.walk.context import PythonContext
 from cudalint.finding import Applicability
-from cudalint.rules.cud1_device import args as device_args
+from cudalint.rules import args as device_args
 from cudalint.rules.cud1_device.device_strings import cuda_device_expr
 
 _NOT_MOVED = frozenset({"torch", "numba", "cupy", "jax"})

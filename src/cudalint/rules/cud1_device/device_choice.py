@@ -18,7 +18,7 @@ from cudalint.engine.walk.guards import (
 )
 from cudalint.engine.walk.visiting import find_all
 from cudalint.finding import Severity
-from cudalint.rules.cud1_device.args import replace_message
+from cudalint.rules.args import replace_message
 from cudalint.rules.cud1_device.device_strings import (
     DeviceString,
     cuda_device_expr,

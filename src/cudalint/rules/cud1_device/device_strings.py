@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine.walk.guards import names_a_device
-from cudalint.rules.cud1_device import args as call_args
+from cudalint.rules import args as call_args
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import PythonContext

@@ -8,7 +8,7 @@ import libcst as cst
 
 from cudalint.engine.contract import Invalid, NodeFix
 from cudalint.finding import Severity
-from cudalint.rules.cud1_device import args as call_args
+from cudalint.rules import args as call_args
 from cudalint.rules.cud1_device import cuda_api_table
 from cudalint.rules.cud1_device.cuda_api_fixes import keyword_arg, pick_device, unique
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi

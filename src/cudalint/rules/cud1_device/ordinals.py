@@ -10,7 +10,7 @@ from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.first_pass.prefilter import GAP, Terms, caseless_word, word
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Applicability, Severity
-from cudalint.rules.cud1_device import args as call_args
+from cudalint.rules import args as call_args
 
 # Names that hold a GPU ordinal: rank, local_rank, gpu, gpu_id, device_id, args.local_rank.
 _ORDINALS = ("local_?rank", "rank", "gpu(?:_?(?:id|idx|index))?", "device_?(?:id|idx|index)")

@@ -12,8 +12,7 @@ import libcst as cst
 from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE, Terms, caseless, word
 from cudalint.finding import Severity
-from cudalint.rules import tables
-from cudalint.rules.cud2_libraries import arguments, availability, imported
+from cudalint.rules import arguments, availability, imported, tables
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import Settings

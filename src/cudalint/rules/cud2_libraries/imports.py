@@ -9,7 +9,7 @@ from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import Terms
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Severity
-from cudalint.rules.cud2_libraries import availability, imported
+from cudalint.rules import availability, imported
 
 
 def _roots() -> frozenset[str]:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine.contract import Invalid
+from cudalint.rules import arguments, availability
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.cud2_libraries import arguments, availability
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import PythonContext

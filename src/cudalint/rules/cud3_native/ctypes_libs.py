@@ -14,8 +14,7 @@ import libcst as cst
 
 from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import Terms, word
-from cudalint.rules import tables
-from cudalint.rules.cud2_libraries import arguments
+from cudalint.rules import arguments, tables
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import Settings

@@ -7,7 +7,7 @@ import libcst as cst
 from cudalint.engine.contract import Invalid, PythonRule, Valid
 from cudalint.engine.first_pass.prefilter import Terms
 from cudalint.engine.walk.context import Settings
-from cudalint.rules.cud2_libraries import imported
+from cudalint.rules import imported
 
 
 class CudaExtensionImport(PythonRule):

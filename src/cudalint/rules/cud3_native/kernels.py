@@ -12,8 +12,7 @@ import libcst as cst
 
 from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import GAP, Terms, word
-from cudalint.rules import tables
-from cudalint.rules.cud2_libraries import arguments, availability
+from cudalint.rules import arguments, availability, tables
 
 if TYPE_CHECKING:
     from cudalint.engine.walk.context import Settings

@@ -8,9 +8,9 @@ from functools import cache
 
 import libcst as cst
 
+from cudalint.rules import args as call_args
 from cudalint.rules import tables
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.cud1_device import args as call_args
 
 _MAX_DEPTH = 8
 

@@ -9,8 +9,8 @@ import libcst as cst
 
 from cudalint.engine.contract import Invalid
 from cudalint.engine.first_pass.prefilter import GAP, Terms, word
+from cudalint.rules import args as call_args
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.cud1_device import args as call_args
 from cudalint.rules.cud6_mps import dtypes
 from cudalint.rules.cud6_mps.placement import Placement, is_off_cpu, placement
 

@@ -13,8 +13,8 @@ from cudalint.engine.walk import scopes
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Severity
 from cudalint.mps_ops import UNKNOWN_VALUE, Coverage, OpStatus, load_coverage
+from cudalint.rules import args as call_args
 from cudalint.rules import tables
-from cudalint.rules.cud1_device import args as call_args
 
 _FALLBACK_VARIABLE = "PYTORCH_ENABLE_MPS_FALLBACK"
 _LITERALS: Mapping[str, object] = {"True": True, "False": False, "None": None}

@@ -6,8 +6,8 @@ import enum
 
 import libcst as cst
 
+from cudalint.rules import args as call_args
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.cud1_device import args as call_args
 
 _ACCELERATORS = ("cuda", "mps", "xpu")
 # Names that hold a device (`device`, `self.dev`, `local_rank`): `.to(rank)` moves to the

@@ -10,8 +10,8 @@ import libcst as cst
 from cudalint.engine.contract import Invalid, NodeFix
 from cudalint.engine.walk import guards
 from cudalint.finding import Applicability
+from cudalint.rules import args as call_args
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.cud1_device import args as call_args
 
 # `get_default_backend_for_device` came in torch 2.6, but it only knows MPS (-> gloo) since
 # 2.8 (pytorch#149538); on 2.6/2.7 it raises ValueError for an MPS device.
