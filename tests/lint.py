@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cudalint.config import Config
+from cudalint.engine.checkers.job import FileReport
 from cudalint.engine.contract import Rule
 from cudalint.engine.project import facts as project
-from cudalint.engine.running.runner import FileReport, RunOptions, check_file
+from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
 from cudalint.rules import all_rules

@@ -216,7 +216,7 @@ def test_gitignore_is_not_read_when_respect_gitignore_is_off(capsys, tmp_path):
     ],
 )
 def test_an_entry_matches_itself_or_through_a_folder(lines, path, covers, matches):
-    from cudalint.discovery import _PathspecPatterns, _spec
+    from cudalint.engine.running.discovery import _PathspecPatterns, _spec
 
     for spec in (_spec(lines), _PathspecPatterns(lines)):  # translated where it can be
         assert (spec.covers(path), spec.matches(path)) == (covers, matches)
@@ -237,7 +237,7 @@ def test_glob_patterns_match_as_pathspec_does_without_importing_it():
     pathspec translates them; a walk asks them what it asks pathspec, with the same answers."""
     import itertools
 
-    from cudalint.discovery import _Names, _PathspecPatterns, _Patterns, _spec
+    from cudalint.engine.running.discovery import _Names, _PathspecPatterns, _Patterns, _spec
 
     for lines in [[glob] for glob in _GLOBS] + [_GLOBS, ["dist", "*.py[cod]", "a/b/"]]:
         own, reference = _spec(lines), _PathspecPatterns(lines)
@@ -254,6 +254,6 @@ def test_glob_patterns_match_as_pathspec_does_without_importing_it():
                                   " lead", "a//b", "[/]x", "a[b", "[!a]b", "[^a]b",
                                   "[+-0]x"])
 def test_other_patterns_are_left_to_pathspec(line):
-    from cudalint.discovery import _PathspecPatterns, _spec
+    from cudalint.engine.running.discovery import _PathspecPatterns, _spec
 
     assert isinstance(_spec(["*.pyc", line]), _PathspecPatterns)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from cudalint.config import Config
-from cudalint.engine.running.runner import FileReport, RunOptions
+from cudalint.engine.checkers.job import FileReport
+from cudalint.engine.running.runner import RunOptions
 from cudalint.engine.settings import Settings
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
 

@@ -25,7 +25,7 @@ _NEVER_WHEN_PIPED = ("rich", "yaml", "elftools", "libcst.matchers", "packaging.r
                      "shutil")
 # (tomllib: the project has no pyproject.toml, and a replayed run reads no data table)
 _NEVER_WHEN_CACHED = ("libcst", "cudalint.engine.contract", "cudalint.rules.cud1_device",
-                      "cudalint.engine.checkers.python", "concurrent.futures.process",
+                      "cudalint.engine.lint.python", "concurrent.futures.process",
                       "multiprocessing",
                       "rich", "packaging", "pathspec", "cudalint.engine.running.pool",
                       "cudalint.engine.first_pass.prefilter", "cudalint.runtime.helper", "shutil",
@@ -102,7 +102,7 @@ def test_plain_name_excludes_match_as_pathspec_does():
     import itertools
 
     from cudalint.config import DEFAULT_EXCLUDE
-    from cudalint.discovery import _Names, _PathspecPatterns, _spec
+    from cudalint.engine.running.discovery import _Names, _PathspecPatterns, _spec
 
     lines = [*DEFAULT_EXCLUDE, "build.log", "my-dir", "# a comment", ""]
     names, reference = _spec(lines), _PathspecPatterns(lines)

@@ -24,9 +24,9 @@ OUTPUT_FORMATS = ("full", "concise", "json", "github", "gitlab", "junit", "sarif
 # Subcommands that parse their own arguments: name -> "module:function".
 _DELEGATED = {
     "smoke": "cudalint.runtime.smoke.command:main",
-    "mps-ops": "cudalint.mps_ops.command:main",
+    "mps-ops": "cudalint.commands.mps_ops:main",
     "lsp": "cudalint.lsp.server:main",
-    "report": "cudalint.report.command:main",
+    "report": "cudalint.commands.report:main",
 }
 # Subcommands whose parser lives beside them: name -> module with parser(cls) and run(args).
 _OWN = {"rule": "cudalint.commands.rule", "init-helper": "cudalint.commands.init_helper"}

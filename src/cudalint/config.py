@@ -226,11 +226,11 @@ _MODULE = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"  # compiled when a helper is configur
 
 
 def _require_known_selectors(config: Config, where: str) -> None:
-    from cudalint import rules  # the rules import the engine, which imports this module
+    from cudalint.codes import is_known_selector  # the rule index: only for rule selectors
 
     codes = [*config.select, *config.ignore, *config.extend_select,
              *(code for codes in config.per_file_ignores.values() for code in codes)]
-    unknown = next((code for code in codes if not rules.is_known_selector(code)), None)
+    unknown = next((code for code in codes if not is_known_selector(code)), None)
     if unknown is not None:
         raise ConfigError(f"{where} unknown rule selector {unknown!r} (see `cudalint rule --all`)")
 

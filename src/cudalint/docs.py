@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from cudalint.engine.contract import Rule
-from cudalint.rules import index, primary_rules
+from cudalint.rules import index_build, primary_rules
 
 SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Use instead",
             "## Fix safety")
@@ -64,4 +64,4 @@ def write_pages(folder: Path) -> None:
 
 if __name__ == "__main__":
     write_pages(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/rules"))
-    index.write()  # data/rule_index.json: which module holds which rule
+    index_build.write()  # data/rule_index.json: which module holds which rule

@@ -13,9 +13,9 @@ import hypothesmith
 from hypothesis import strategies as st
 
 from cudalint.config import Config
-from cudalint.engine.checkers.python import lint_python
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.lint.python import lint_python
 from cudalint.engine.project import facts as project
 from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.kinds import FileKind

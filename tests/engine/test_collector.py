@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.checkers.python import lint_python
+from cudalint.engine.checkers.job import FileReport, Job
 from cudalint.engine.contract import PythonRule
+from cudalint.engine.lint.python import lint_python
 from cudalint.engine.running import runner
 from cudalint.engine.running.collector import HeldOff
 from cudalint.engine.running.runner import RunOptions, check_file
@@ -100,7 +101,7 @@ def test_a_file_is_checked_with_the_collector_held_off(tmp_path: Path, collector
     seen: list[bool] = []
     checker = runner.checker_for(FileKind.PYTHON)
 
-    def recording(job: runner.Job) -> runner.FileReport:
+    def recording(job: Job) -> FileReport:
         seen.append(gc.isenabled())
         return checker(job)
 

@@ -30,8 +30,8 @@ import torch.distributed as dist
 
 from cudalint import device as helper
 from cudalint.config import Config
-from cudalint.engine.checkers.python import lint_python
 from cudalint.engine.contract import PythonRule
+from cudalint.engine.lint.python import lint_python
 from cudalint.engine.project import facts as project
 from cudalint.rules import all_rules
 from tests.lint import run_on

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from cudalint.engine.checkers.python import MAX_DEPTH, _deeper_than
+from cudalint.engine.lint.python import MAX_DEPTH, _deeper_than
 
 
 def _walked_deeper_than(tree: ast.AST, limit: int) -> bool:

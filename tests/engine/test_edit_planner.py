@@ -13,14 +13,14 @@ from typing import Any
 import libcst as cst
 import pytest
 
-from cudalint.engine.checkers import python
-from cudalint.engine.checkers.python import PythonResult, lint_python
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.outline import outline
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import text_lines
 from cudalint.engine.fixes import fixer, imports
 from cudalint.engine.fixes.fixer import EditPlanner
+from cudalint.engine.lint import python
+from cudalint.engine.lint.python import PythonResult, lint_python
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 

@@ -16,9 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cudalint.engine.checkers.python import _deeper_than
 from cudalint.engine.contract import PythonRule
-from cudalint.engine.first_pass.lazy_ast import parse_quietly
 from cudalint.engine.first_pass.outline import _nodes
 from cudalint.engine.first_pass.prefilter import (
     _STRING_OR_COMMENT,
@@ -31,6 +29,8 @@ from cudalint.engine.first_pass.prefilter import (
     without_prose,
 )
 from cudalint.engine.first_pass.sparse import first_line
+from cudalint.engine.lint.python import _deeper_than
+from cudalint.engine.reading.ast_parse import parse_quietly
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 

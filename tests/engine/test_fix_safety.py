@@ -10,7 +10,7 @@ import libcst as cst
 import pytest
 
 from cudalint.cli import main
-from cudalint.engine.fixes import autofix
+from cudalint.engine.lint import autofix
 
 FIXED_TAIL = "model = Net().to(pick_device())"
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.fixes import autofix
-from cudalint.engine.running.writer import WriteError, write_fixed
+from cudalint.engine.fixes.writer import WriteError, write_fixed
+from cudalint.engine.lint import autofix
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
 
 SOURCE = str(Path(__file__).parents[2] / "src")
@@ -221,7 +221,7 @@ def test_sigterm_during_a_write_lets_it_finish(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from cudalint.engine.running import writer
+        from cudalint.engine.fixes import writer
 
         replace = os.replace
         def replace_after_sigterm(source, target):

@@ -28,7 +28,7 @@ def _loaded_rule_modules(modules: list[str]) -> list[str]:
 
 
 def test_every_engine_module_is_listed() -> None:
-    assert {"cudalint.engine.running.runner", "cudalint.engine.checkers.python",
+    assert {"cudalint.engine.running.runner", "cudalint.engine.lint.python",
             "cudalint.engine.checkers.notebook"} <= set(_engine_modules())
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.checkers.python import lint_python
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.lint.python import lint_python
 from cudalint.engine.locate import noqa
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.cli import main
-from cudalint.engine.checkers.notebook import read_cell
+from cudalint.engine.reading.cells import read_cell
 
 
 def _notebook(*cells: dict, **layout) -> str:

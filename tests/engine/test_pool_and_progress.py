@@ -77,6 +77,7 @@ def test_a_run_that_ends_early_shows_no_bar():
 def test_workers_take_the_largest_files_first_and_reports_keep_path_order(tmp_path, monkeypatch):
     """The last file a worker checks is a small one, so the processes end together; the
     reports come back in path order all the same."""
+    from cudalint.engine.checkers import job
     from cudalint.engine.running import pool, runner
 
     sizes = {"a.py": 10, "b.py": 3_000, "c.py": 300, "d.py": 30_000}
@@ -87,7 +88,7 @@ def test_workers_take_the_largest_files_first_and_reports_keep_path_order(tmp_pa
 
     def run_all(function, items, jobs, progress, **_kwargs):
         sent.extend(item[0].name for item in items)
-        return [runner.FileReport(item[0], []) for item in items], False
+        return [job.FileReport(item[0], []) for item in items], False
 
     monkeypatch.setattr(pool, "run_all", run_all)
     reports = runner.check_all(tasks, jobs=2)  # type: ignore[arg-type]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.checkers.python import lint_python
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass import sparse
 from cudalint.engine.first_pass.outline import blanked
 from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.lint.python import lint_python
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules, rule_by_code
 

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from cudalint import rules as registry
 from cudalint.config import load_config
 from cudalint.engine.project import facts as project
 from cudalint.engine.running import runner
@@ -68,7 +69,8 @@ def test_reports_of_the_pool_are_those_of_one_process(tmp_path):
         (tmp_path / f"m{i}.py").write_text(
             "import torch\n\n" + ("y = torch.ones(1).cuda()\n" if i % 2 else "y = 1\n"))
     config = _config(tmp_path)
-    reports = [runner.run([tmp_path], config, RunOptions(jobs=jobs)) for jobs in (1, 2)]
+    reports = [runner.run([tmp_path], config, RunOptions(jobs=jobs), registry=registry)
+               for jobs in (1, 2)]
     assert [(r.path, r.findings, r.text) for r in reports[0]] \
         == [(r.path, r.findings, r.text) for r in reports[1]]
     assert [r.text is None for r in reports[0]] == [not r.findings for r in reports[0]]

@@ -11,11 +11,11 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from cudalint.engine.checkers.python import PythonResult, lint_python
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.outline import hidden_parts
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.runs import MIN_LINES, Tables, blank_runs
+from cudalint.engine.lint.python import PythonResult, lint_python
 from cudalint.engine.locate.codegen_positions import positions_of
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules

@@ -9,10 +9,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from cudalint.engine.checkers.python import PythonResult, lint_python
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import blank, leaves, source_segment, text_lines, units_of
+from cudalint.engine.lint.python import PythonResult, lint_python
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 
@@ -378,7 +378,7 @@ class Batches:
 
 
 def _parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    import cudalint.engine.checkers.python as engine
+    import cudalint.engine.lint.python as engine
 
     parsed: list[bytes] = []
     parse = engine._parse_cst

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.checkers.python import PythonResult, lint_python
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass import sparse
 from cudalint.engine.first_pass.prefilter import GAP, Prefilter, caseless_word, word
+from cudalint.engine.lint.python import PythonResult, lint_python
 from cudalint.engine.walk.context import Settings
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules, index, rule_by_code

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from cudalint.mps_ops import command
-from cudalint.mps_ops.command import main
+from cudalint.commands import mps_ops as command
+from cudalint.commands.mps_ops import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

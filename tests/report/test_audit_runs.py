@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cudalint import rules as registry
 from cudalint.config import load_config
 from cudalint.engine.running.runner import RunOptions, run
 from cudalint.report import audit as audit_module
@@ -27,9 +28,9 @@ scaler = torch.cuda.amp.GradScaler()
 def runs(monkeypatch) -> list[RunOptions]:
     seen: list[RunOptions] = []
 
-    def counted(paths, config, options, progress=None):
+    def counted(paths, config, options, progress=None, *, registry):
         seen.append(options)
-        return run(paths, config, options, progress)
+        return run(paths, config, options, progress, registry=registry)
 
     monkeypatch.setattr(audit_module, "run", counted)
     return seen
@@ -37,7 +38,8 @@ def runs(monkeypatch) -> list[RunOptions]:
 
 def _three_runs(path: Path):
     config = load_config(path)
-    findings = [[f for r in run([path], config, options) for f in r.findings] for options in (
+    findings = [[f for r in run([path], config, options, registry=registry)
+                 for f in r.findings] for options in (
         RunOptions(jobs=1), RunOptions(diff=True, jobs=1),
         RunOptions(diff=True, unsafe_fixes=True, jobs=1))]
     return classify_effort(*findings)

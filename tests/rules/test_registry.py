@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cudalint.config import Selection
-from cudalint.engine.checkers.python import error_finding
+from cudalint.engine.checkers.job import run_file_rules
 from cudalint.engine.contract import FileRule, PythonRule
-from cudalint.engine.running.runner import run_file_rules
+from cudalint.engine.lint.python import error_finding
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules import all_rules, primary_rules, rule_by_code, select
 
@@ -50,15 +50,15 @@ def test_a_failing_rule_is_an_error_line_and_duplicates_collapse():
 
 
 def test_the_rule_index_is_current():
-    from cudalint.rules import index
+    from cudalint.rules import index_build
 
-    assert index.path().read_text(encoding="utf-8") == index.generated(), (
+    assert index_build.path().read_text(encoding="utf-8") == index_build.generated(), (
         "regenerate with `python -m cudalint.docs docs/rules` (data/rule_index.json is stale)")
 
 
 def test_the_rules_of_some_kinds_are_those_of_the_whole_registry():
+    from cudalint.codes import codes
     from cudalint.rules import for_kinds
-    from cudalint.rules.index import codes
 
     assert codes() == {rule.code for rule in all_rules()}
     for kinds in ([FileKind.PYTHON], [FileKind.REQUIREMENTS, FileKind.DOCKERFILE],

@@ -6,9 +6,11 @@ import os
 import sys
 from pathlib import Path
 
+from cudalint import rules as registry
 from cudalint.config import Config, ConfigError, load_config, project_root
-from cudalint.discovery import MissingPathError
-from cudalint.engine.running.runner import FileReport, Interrupted, RunOptions, run
+from cudalint.engine.checkers.job import FileReport
+from cudalint.engine.running.discovery import MissingPathError
+from cudalint.engine.running.runner import Interrupted, RunOptions, run
 from cudalint.output.printer import Printer
 from cudalint.output.progress import HUMAN_FORMATS, DelayedProgress, wants_progress
 
@@ -60,7 +62,7 @@ def _run_with_progress(args: SimpleNamespace, config: Config,
     progress = (DelayedProgress(sys.stderr)
                 if wants_progress(args.output_format, args.quiet, sys.stdout, sys.stderr) else None)
     try:
-        return run(args.paths or [Path(".")], config, options, progress)
+        return run(args.paths or [Path(".")], config, options, progress, registry=registry)
     finally:
         if progress is not None:
             progress.close()
@@ -82,9 +84,9 @@ def _usage_problem(args: SimpleNamespace) -> str | None:
 def _unknown_selector(selectors: list[str]) -> str | None:
     if not selectors:
         return None
-    from cudalint import rules  # the registry: only when the command line names codes
+    from cudalint.codes import is_known_selector  # the rule index: only when codes are named
 
-    return next((s for s in selectors if not rules.is_known_selector(s)), None)
+    return next((s for s in selectors if not is_known_selector(s)), None)
 
 
 def _options(args: SimpleNamespace, *, in_memory: bool) -> RunOptions:

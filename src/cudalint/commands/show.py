@@ -6,8 +6,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from cudalint import rules as registry
 from cudalint.config import Config
-from cudalint.discovery import discover
+from cudalint.engine.running.discovery import discover
 from cudalint.engine.running.runner import RunOptions, rules_for, selected_rules
 from cudalint.kinds import classify
 from cudalint.output.paths import display_path
@@ -24,7 +25,7 @@ def settings(path: Path, config: Config, options: RunOptions) -> int:
     """The settings a check of `path` uses: the configuration's, the command line's
     selection, and the rules that run on it."""
     kind = classify(path)
-    enabled = rules_for(path, selected_rules(config, options), config)
+    enabled = rules_for(path, selected_rules(registry, config, options), config)
     lines = [
         f"Resolved settings for: {display_path(path)}",
         f"Settings path: {config.source or 'none (defaults)'}",

@@ -12,16 +12,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from cudalint import rules as registry
 from cudalint.config import Config
-from cudalint.discovery import is_excluded
+from cudalint.engine.checkers.job import FileReport
 from cudalint.engine.project import facts as project
-from cudalint.engine.running.runner import (
-    FileReport,
-    RunOptions,
-    check_file,
-    rules_for,
-    selected_rules,
-)
+from cudalint.engine.running.discovery import is_excluded
+from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
 from cudalint.kinds import FileKind, classify
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -44,7 +40,7 @@ def check(name: Path | None, config: Config, options: RunOptions) -> FileReport:
         return _unchecked(path, data, options)
     # only the rules it can concern (not when fixing: see runner._SMALL_RUN)
     texts = [data] if kind is FileKind.PYTHON and not (options.fix or options.diff) else None
-    enabled = rules_for(path, selected_rules(config, options, [kind], texts), config)
+    enabled = rules_for(path, selected_rules(registry, config, options, [kind], texts), config)
     settings = project.settings_for(config)
     if name is not None:  # as in the editor: the project's own helper only where it exists
         settings = project.file_settings(settings, config, path, kind, existing_only=True)

@@ -8,9 +8,9 @@ are run by a generated test (tests/rules/test_examples.py).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
 
@@ -19,8 +19,9 @@ from cudalint.engine.report import NodeFix, Report
 from cudalint.finding import Applicability, Finding, Position, Severity, rule_url
 
 if TYPE_CHECKING:
+    from cudalint.config import Selection
     from cudalint.engine.walk.context import PythonContext, Settings
-    from cudalint.kinds import SourceFile
+    from cudalint.kinds import FileKind, SourceFile
 
 
 @dataclass(frozen=True)
@@ -187,3 +188,15 @@ def iter_examples(rule: type[Rule]) -> Iterator[Valid | Invalid]:
     for example in rule.VALID:
         yield Valid(example) if isinstance(example, str) else example
     yield from rule.INVALID
+
+
+class Catalogue(Protocol):
+    """What a run asks of the rule registry, which the layer above hands it (the module
+    cudalint.rules): the rules that read some file kinds, importing only theirs, and those a
+    selection picks. The engine itself never imports a rule."""
+
+    def for_kinds(self, kinds: Iterable[FileKind], texts: Sequence[bytes] | None = None,
+                  /) -> tuple[type[Rule], ...]: ...
+
+    def select(self, sources: Iterable[Selection], rules: Iterable[type[Rule]] | None = None,
+               /) -> tuple[type[Rule], ...]: ...

@@ -10,8 +10,7 @@ from functools import lru_cache
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from cudalint.engine.checkers.python import error_finding
-from cudalint.finding import Finding
+from cudalint.finding import Finding, error_finding
 from cudalint.formats import FormatError
 from cudalint.formats.shell import Segment
 from cudalint.kinds import SourceFile

@@ -9,23 +9,17 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from cudalint import rules as registry
 from cudalint.config import Config, ConfigError, load_config
-from cudalint.discovery import discover
-from cudalint.engine.checkers.python import BOM, lint_python
+from cudalint.engine.checkers.job import FileReport, Job, isolated
 from cudalint.engine.contract import PythonRule, Rule
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import leaves, units_of
-from cudalint.engine.fixes.autofix import FixError, fix_python
+from cudalint.engine.lint.autofix import FixError, fix_python
+from cudalint.engine.lint.python import BOM, lint_python
 from cudalint.engine.project import facts as project
-from cudalint.engine.running.runner import (
-    FileReport,
-    Job,
-    RunOptions,
-    check_file,
-    isolated,
-    rules_for,
-    selected_rules,
-)
+from cudalint.engine.running.discovery import discover
+from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, classify
@@ -95,7 +89,8 @@ def _load(folder: Path, root: Path) -> Project | ConfigError:
         config = load_config(folder)
         if config.source is None and root != folder:
             config = Config(root=root.resolve())
-        return Project(config, project.settings_for(config), selected_rules(config, _OPTIONS))
+        return Project(config, project.settings_for(config),
+                       selected_rules(registry, config, _OPTIONS))
     except ConfigError as error:
         return error
 

@@ -21,7 +21,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from cudalint.config import ConfigError
-from cudalint.engine.checkers.python import BOM
+from cudalint.engine.lint.python import BOM
 from cudalint.kinds import FileKind
 from cudalint.lsp import checker, rehearsal
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic

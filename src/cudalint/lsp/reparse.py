@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from itertools import takewhile
 
-from cudalint.engine.checkers.python import too_deep
-from cudalint.engine.first_pass.lazy_ast import parse_quietly
+from cudalint.engine.lint.python import too_deep
+from cudalint.engine.reading.ast_parse import parse_quietly
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
 

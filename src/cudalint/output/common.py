@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from cudalint.engine.running.runner import FileReport
+from cudalint.engine.checkers.job import FileReport
 from cudalint.finding import Finding, Severity
 
 GUARDED = " (guarded)"

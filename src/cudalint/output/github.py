@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cudalint.engine.running.runner import FileReport
+from cudalint.engine.checkers.job import FileReport
 from cudalint.finding import Finding, Severity
 from cudalint.output.common import message, sorted_findings
 from cudalint.output.paths import display_path

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from cudalint.engine.running.runner import FileReport
+from cudalint.engine.checkers.job import FileReport
 from cudalint.finding import Finding, Position, rule_url
 from cudalint.output.common import sorted_findings
 from cudalint.output.paths import absolute

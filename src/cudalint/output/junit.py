@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.etree import ElementTree as ET
 
-from cudalint.engine.running.runner import FileReport
+from cudalint.engine.checkers.job import FileReport
 from cudalint.finding import Finding
 from cudalint.output.common import message
 from cudalint.output.paths import display_path

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cudalint import __version__
-from cudalint.engine.running.runner import FileReport
+from cudalint.engine.checkers.job import FileReport
 from cudalint.finding import Finding, Severity
 from cudalint.output.common import message, sorted_findings
 from cudalint.rules import primary_rules

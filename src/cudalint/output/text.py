@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from cudalint.engine.running.runner import FileReport
+from cudalint.engine.checkers.job import FileReport
 from cudalint.finding import Applicability, Finding, Severity
 from cudalint.output.common import count_text, fixed, fixed_by_severity, found_before
 from cudalint.output.paths import display_path

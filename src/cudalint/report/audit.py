@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cudalint import rules as registry
 from cudalint.config import Config
 from cudalint.engine.running.runner import RunOptions, run
 from cudalint.finding import Applicability, Category, Finding
@@ -68,13 +69,13 @@ def audit(paths: Sequence[Path], config: Config, jobs: int | None = None) -> Aud
     """Check `paths` as they are and as `--fix` would leave them, in one run (`--diff`: each
     report holds the findings before fixing and those left after); a second run, as
     `--unsafe-fixes` would leave them, only when some finding has an unsafe fix."""
-    reports = run(paths, config, RunOptions(diff=True, jobs=jobs))
+    reports = run(paths, config, RunOptions(diff=True, jobs=jobs), registry=registry)
     findings = [finding for report in reports for finding in found_before(report)]
     after_fix = [finding for report in reports for finding in report.findings]
     after_unsafe = after_fix
     if any(_unsafe_fix(finding) for finding in [*findings, *after_fix]):
         unsafe = RunOptions(diff=True, unsafe_fixes=True, jobs=jobs)
-        after_unsafe = [finding for report in run(paths, config, unsafe)
+        after_unsafe = [finding for report in run(paths, config, unsafe, registry=registry)
                         for finding in report.findings]
     return classify_effort(findings, after_fix, after_unsafe)
 

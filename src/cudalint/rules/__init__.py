@@ -6,16 +6,18 @@ it: all of them run, and the one with `primary = True` names and documents the c
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from collections.abc import Iterable, Sequence
 from functools import cache
-from types import ModuleType
-from typing import TYPE_CHECKING
 
 from cudalint.rules import index
 
+# The commands hand this registry to every run (engine.contract.Catalogue); a run replayed
+# from the cache selects no rule, so importing it costs no more than the index's file: each
+# module below (importlib, inspect, typing) is imported where it is needed.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from types import ModuleType
+
     from cudalint.config import Selection
     from cudalint.engine.contract import Rule
     from cudalint.kinds import FileKind
@@ -26,6 +28,7 @@ __all__ = ["all_rules", "for_kinds", "primary_rules", "rule_by_code", "select"]
 @cache
 def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class with a code, sorted by code; for each code the primary class first."""
+    import importlib
     import pkgutil  # a run imports the rules it needs by name (for_kinds)
 
     modules = (importlib.import_module(info.name)
@@ -39,11 +42,15 @@ def for_kinds(kinds: Iterable[FileKind],
     their modules (rules/index.py): a run of Python files alone loads none of the parsers of
     requirements, YAML or binaries. With `texts` (every file to check, all Python), only the
     rules whose terms one of them names."""
+    import importlib
+
     return tuple(getattr(importlib.import_module(entry["module"]), entry["class"])
                  for entry in index.entries_for(kinds, texts))
 
 
 def _rules_in(modules: Iterable[ModuleType]) -> tuple[type[Rule], ...]:
+    import inspect
+
     from cudalint.engine.contract import Rule
 
     found: dict[str, type[Rule]] = {}
@@ -66,12 +73,6 @@ def primary_rules() -> tuple[type[Rule], ...]:
 
 def rule_by_code(code: str) -> type[Rule] | None:
     return next((rule for rule in primary_rules() if rule.code == code.upper()), None)
-
-
-def is_known_selector(selector: str) -> bool:
-    """`CUD`, `CUD1`, `CUD10`, `CUD101`: a prefix of at least one code, or `ALL`."""
-    selector = selector.upper()
-    return selector == "ALL" or any(code.startswith(selector) for code in index.codes())
 
 
 def select(sources: Iterable[Selection],

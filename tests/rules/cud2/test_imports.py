@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from cudalint.config import Config
-from cudalint.engine.checkers.python import lint_python
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.lint.python import lint_python
 from cudalint.engine.settings import Settings
 from cudalint.finding import Severity
 from cudalint.rules import all_rules

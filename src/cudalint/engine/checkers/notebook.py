@@ -14,44 +14,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
-from cudalint.engine.checkers.python import BOM, error_finding, lint_python
-from cudalint.engine.first_pass.lazy_ast import parse_quietly
+from cudalint.engine.checkers.job import FileReport, Job, finish_fix, run_file_rules
 from cudalint.engine.fixes import notebook_imports
-from cudalint.engine.fixes.autofix import FixError, fix_python
 from cudalint.engine.fixes.imports import Needs
+from cudalint.engine.lint.autofix import FixError, fix_python
+from cudalint.engine.lint.python import BOM, error_finding, lint_python
 from cudalint.engine.locate import noqa
-from cudalint.engine.running.runner import FileReport, Job, finish_fix, run_file_rules
+from cudalint.engine.reading.cells import Cell, read_cell, unmasked
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
-
-_PLACEHOLDER = "pass  # cudalint-magic-{}"
-_PLACEHOLDER_LINE = re.compile(r"^\s*pass  # cudalint-magic-(\d+)\s*$")
-_ASSIGNED = r"[\w.,\s\[\]]+=\s*"  # `files = !ls`, `t = %timeit -o f()`
-_LINE_MAGIC = re.compile(rf"^\s*(?:[!%?]|{_ASSIGNED}[!%])")
-_HELP = re.compile(r"^\s*[\w.]+\?{1,2}\s*$")
-_CELL_MAGIC = re.compile(r"^%%(\w+)\s*(\S*)")
-_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python",
-                                 "python3"})
-_SHELL_CELL_MAGICS = frozenset({"bash", "sh", "system", "script"})
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", ""})
-# `%env NAME=value` / `%env NAME value` / `%set_env NAME value`: read as `NAME=value`.
-_ENV_MAGIC = re.compile(r"^(\s*%(?:env|set_env)\s+)([A-Za-z_]\w*)(?:(\s*=\s*|\s+)(.*))?$")
-_SHELL_LINE_MAGIC = re.compile(r"^(\s*%(?:sx|system|sc)\s+)")
-_INSTALL_MAGIC = re.compile(r"^(\s*)%(?=(?:pip|conda|mamba|micromamba)\b)")
-_BANG = re.compile(rf"^\s*(?:{_ASSIGNED})?!!?")
-
-
-@dataclass
-class Cell:
-    """One code cell: its Python view (magics masked) and its shell view (escapes only)."""
-
-    text: str
-    python: str | None  # None: not Python (`%%bash`, `%%html`)
-    shell: str
-    originals: dict[int, str] = field(default_factory=dict)  # placeholder -> masked lines
 
 
 def check_notebook(job: Job) -> FileReport:
@@ -96,7 +69,7 @@ def check_notebook(job: Job) -> FileReport:
     if not fixing:
         return FileReport(job.path, findings, text)
     if not changed:
-        return finish_fix(job, job.data, 0, findings, found_before)
+        return finish_fix(job, job.data, 0, findings, found_before, check_notebook)
     new_cell = notebook_imports.add(cells, changed, needs, job.settings.helper_module)
     if new_cell is not None:
         findings = [f.replace(cell=f.cell + 1) if f.cell and f.cell > new_cell else f
@@ -107,7 +80,8 @@ def check_notebook(job: Job) -> FileReport:
             cells[index]["source"] = source
         written = dump(notebook, text)
     bom = BOM if job.data.startswith(BOM) else b""
-    return finish_fix(job, bom + written.encode(), applied, findings, found_before)
+    return finish_fix(job, bom + written.encode(), applied, findings, found_before,
+                      check_notebook)
 
 
 def _load(job: Job) -> tuple[str, dict[str, Any]] | Finding:
@@ -156,73 +130,6 @@ def _as_stored(text: str, original: object) -> str | list[str]:
     return text.splitlines(keepends=True) if isinstance(original, list) else text
 
 
-# -- one cell ---------------------------------------------------------------------------------
-def read_cell(text: str) -> Cell:
-    lines = text.split("\n")
-    first = _CELL_MAGIC.match(lines[0])
-    if first is not None:
-        name, argument = first.group(1), first.group(2)
-        if name in _SHELL_CELL_MAGICS and (name != "script" or argument in _SHELLS):
-            return Cell(text, None, "\n".join(["", *lines[1:]]))
-        if name not in _PYTHON_CELL_MAGICS:
-            return Cell(text, None, "")
-    elif _parses(text):
-        return Cell(text, text, "")
-    return _masked(text, lines, skip_first=first is not None)
-
-
-def _parses(text: str) -> bool:
-    try:
-        parse_quietly(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
-
-
-def _masked(text: str, lines: list[str], *, skip_first: bool) -> Cell:
-    """The cell with each magic (and its `\\` continuations) replaced by a placeholder in the
-    Python view, and kept as a command in the shell view."""
-    python: list[str] = []
-    shell: list[str] = []
-    originals: dict[int, str] = {}
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        first = skip_first and index == 0
-        if not first and not (_LINE_MAGIC.match(line) or _HELP.match(line)):
-            python.append(line)
-            shell.append("")
-            index += 1
-            continue
-        indent = "" if first else line[: len(line) - len(line.lstrip())]
-        shell.append("" if first else _shell_line(line))
-        while True:
-            originals[len(originals)] = lines[index]
-            python.append(indent + _PLACEHOLDER.format(len(originals) - 1))
-            index += 1
-            if index >= len(lines) or not lines[index - 1].rstrip().endswith("\\"):
-                break
-            shell.append(lines[index])  # a continuation of the command
-    return Cell(text, "\n".join(python), "\n".join(shell), originals)
-
-
-def _shell_line(line: str) -> str:
-    """The command of `!cmd`, `x = !cmd`, `%sx cmd`, `%pip ...`, `%env X=1`, at its columns."""
-    env = _ENV_MAGIC.match(line)
-    if env is not None:
-        if env.group(4) is None:
-            return ""  # `%env X` reads a variable
-        separator = env.group(3) if "=" in env.group(3) else "=" * len(env.group(3))
-        return " " * len(env.group(1)) + env.group(2) + separator + env.group(4)
-    escape = _BANG.match(line) or _SHELL_LINE_MAGIC.match(line)
-    if escape is not None:
-        return " " * escape.end() + line[escape.end() :]
-    install = _INSTALL_MAGIC.match(line)
-    if install is not None:  # `%pip install x` -> ` pip install x`
-        return line[: install.end() - 1] + " " + line[install.end() :]
-    return ""
-
-
 def _shell_findings(job: Job, cell: Cell, index: int) -> list[Finding]:
     rules = [rule for rule in job.file_rules if FileKind.SHELL in rule.file_kinds]
     if not rules or not cell.shell.strip():
@@ -251,17 +158,6 @@ def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], list[Findi
                              prefilter=job.prefilter)
         return cell.text, 0, result.findings, result.findings, Needs()
     return fixed, outcome.applied, outcome.result.findings, outcome.found, outcome.needs
-
-
-def unmasked(text: str, originals: dict[int, str]) -> str | None:
-    lines = text.split("\n")
-    seen = set()
-    for row, line in enumerate(lines):
-        match = _PLACEHOLDER_LINE.match(line)
-        if match is not None and int(match.group(1)) in originals:
-            seen.add(int(match.group(1)))
-            lines[row] = originals[int(match.group(1))]
-    return "\n".join(lines) if seen == set(originals) else None
 
 
 # -- writing ----------------------------------------------------------------------------------

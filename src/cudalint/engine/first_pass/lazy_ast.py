@@ -26,6 +26,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cudalint.engine.reading.ast_parse import parse_quietly
+
 # A line at column 0 that may start a top-level statement: not blank, no comment, no closing
 # bracket, no clause of the compound statement before it.
 _START = re.compile(rb"^(?!(?:else|elif|except|finally)(?![A-Za-z0-9_\x80-\xff]))[^\s#)\]}]",
@@ -40,14 +42,6 @@ _RETRIES = 3
 
 class Unreadable(Exception):
     """A placeholder's lines did not read as the node it stands for: read the file whole."""
-
-
-def parse_quietly(source: bytes | str, filename: str = "<unknown>") -> ast.Module:
-    r"""`ast.parse` without CPython's SyntaxWarnings (`"\d"` and the like: the rules' business,
-    never a line on the user's stderr)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(source, filename=filename)
 
 
 class Placeholder:

@@ -21,10 +21,11 @@ from functools import cached_property
 
 import libcst as cst
 
-from cudalint.engine.first_pass.lazy_ast import is_placeholder, parse_quietly
+from cudalint.engine.first_pass.lazy_ast import is_placeholder
 from cudalint.engine.first_pass.prefilter import (
     BLOCK_FIELDS,
     HOLDING_NOTHING,
+    PROBE_PATTERN,
     Follower,
     Prefilter,
     identifiers,
@@ -33,7 +34,7 @@ from cudalint.engine.first_pass.prefilter import (
 )
 from cudalint.engine.first_pass.runs import Run, runs_of
 from cudalint.engine.first_pass.sparse import Unit, first_line, units_of
-from cudalint.engine.walk.guards import PROBE_PATTERN
+from cudalint.engine.reading.ast_parse import parse_quietly
 
 _SKIPPABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 

@@ -116,6 +116,16 @@ def caseless(pattern: str) -> str:
     return "".join(parts)
 
 
+# What a probe names besides the word `cuda` (the terms of the rules that read probes): a
+# flag (walk.guards.names_cuda_flag: `use_cuda`, `USE_CUDA`, `CUDA_AVAILABLE`, `Cuda`) or
+# `x.is_cuda`. It starts with one character class, as caseless_word's patterns do.
+PROBE_PATTERN = (
+    rf"[uUhHcC](?<![A-Za-z0-9_].)(?:(?<=[uU]){caseless('se_cuda')}|(?<=[hH]){caseless('as_cuda')}"
+    rf"|(?<=[cC]){caseless('uda')}(?:{caseless('_avail')}|(?![A-Za-z0-9_])))"
+    rf"|{word('is_cuda')}"
+)
+
+
 def may_spell(text: str, name: str) -> bool:
     """Whether `text` may spell `name`: written out, or in a string through an escape."""
     return name in text or LETTER_ESCAPE.search(text) is not None

@@ -11,6 +11,7 @@ import libcst as cst
 
 from cudalint.engine.fixes import imports
 from cudalint.engine.fixes.imports import Layout, Needs
+from cudalint.engine.reading.cells import read_cell, unmasked
 
 
 def add(cells: list[Any], changed: dict[int, str | list[str]], needs: Needs,
@@ -18,8 +19,6 @@ def add(cells: list[Any], changed: dict[int, str | list[str]], needs: Needs,
     """Import `needs` once. Either one entry of `changed` (0-based cell index -> source) gets
     the imports, and None is returned; or `changed` is applied to `cells`, emptied, a new
     code cell is inserted before the first code cell, and its 1-based number is returned."""
-    from cudalint.engine.checkers.notebook import read_cell
-
     code_cells = [(i, c) for i, c in enumerate(cells)  # a cell not read is not rewritten
                   if isinstance(c, dict) and c.get("cell_type") == "code"
                   and _readable(c.get("source", ""))]
@@ -63,8 +62,6 @@ def _parse(text: str) -> cst.Module | None:
 
 def _missing(sources: Any, needs: Needs, helper_module: str) -> Needs:
     """What no cell imports yet."""
-    from cudalint.engine.checkers.notebook import read_cell
-
     for text in sources:
         python = read_cell(text).python
         module = _parse(python) if python is not None else None
@@ -76,8 +73,6 @@ def _missing(sources: Any, needs: Needs, helper_module: str) -> Needs:
 def _with_imports(python: str, originals: dict[int, str], needs: Needs,
                   helper_module: str) -> str | None:
     """The cell with the imports after its own, or None when it imports nothing."""
-    from cudalint.engine.checkers.notebook import unmasked
-
     module = _parse(python)
     if module is None or not imports.imported_names(module):
         return None

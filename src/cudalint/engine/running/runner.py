@@ -4,28 +4,29 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
 from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, Selection
-from cudalint.discovery import discover
+from cudalint.engine.checkers.job import Checker, FileReport, Job, isolated
+from cudalint.engine.checkers.other import check_other
+from cudalint.engine.checkers.python import check_python
 from cudalint.engine.project import facts as project
 from cudalint.engine.reading.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
 from cudalint.engine.running.cache import Cache, Snapshot, Status, Store, file_status
 from cudalint.engine.running.collector import HeldOff
+from cudalint.engine.running.discovery import discover
 from cudalint.engine.settings import Settings
-from cudalint.finding import Finding, error_finding
-from cudalint.kinds import FileKind, SourceFile
+from cudalint.finding import error_finding
+from cudalint.kinds import FileKind
 from cudalint.record import Record
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
     from typing import Any
 
-    from cudalint.engine.contract import FileRule, PythonRule, Rule
-    from cudalint.engine.first_pass.prefilter import Prefilter
+    from cudalint.engine.contract import Catalogue, Rule
 
 
 class RunOptions(Record):
@@ -72,70 +73,9 @@ class RunOptions(Record):
         self.max_memory = max_memory
 
 
-class FileReport(Record):
-    """What the check of one file found (and did)."""
-
-    __slots__ = ("cache_entry", "diff", "findings", "fixed", "fixed_data", "found", "helper",
-                 "helper_written", "path", "text", "written")
-    FIELDS = ("path", "findings", "text", "fixed", "diff", "written", "found", "fixed_data",
-              "helper", "helper_written", "cache_entry")
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        path: Path,
-        findings: list[Finding],
-        text: str | None = None,  # the checked text (after fixing), for source excerpts
-        fixed: int = 0,  # fixes applied (or, with --diff, that would be)
-        diff: str = "",
-        written: bool = False,  # the fixed text was written to the file
-        found: list[Finding] | None = None,  # with --fix or --diff: the findings before
-        fixed_data: bytes | None = None,  # with RunOptions.in_memory: the fixed file
-        helper: Path | None = None,  # the standalone helper the fixed file imports
-        helper_written: bool = False,  # this run wrote that helper
-        cache_entry: dict[str, Any] | None = None,  # the lint cache's record of this check
-    ) -> None:
-        self.path = path
-        self.findings = findings
-        self.text = text
-        self.fixed = fixed
-        self.diff = diff
-        self.written = written
-        self.found = found
-        self.fixed_data = fixed_data
-        self.helper = helper
-        self.helper_written = helper_written
-        self.cache_entry = cache_entry
-
-
-class Job(Record):
-    """One file's check: what it reads, with which rules, and whether it may write."""
-
-    __slots__ = ("data", "file_rules", "kind", "options", "path", "prefilter", "python_rules",
-                 "settings")
-    FIELDS = ("path", "kind", "data", "python_rules", "file_rules", "settings", "prefilter",
-              "options")
-    __hash__ = None  # type: ignore[assignment]
-
-    def __init__(self, path: Path, kind: FileKind, data: bytes,
-                 python_rules: tuple[type[PythonRule], ...], file_rules: tuple[FileRule, ...],
-                 settings: Settings, prefilter: Prefilter, options: RunOptions) -> None:
-        self.path = path
-        self.kind = kind
-        self.data = data
-        self.python_rules = python_rules
-        self.file_rules = file_rules
-        self.settings = settings
-        self.prefilter = prefilter
-        self.options = options
-
-
-Checker = Callable[[Job], FileReport]
-
-
 def checker_for(kind: FileKind) -> Checker:
-    """The checker of a file kind. The notebook checker builds on this module, so it is
-    imported when the first notebook comes up (which also spares every other run it)."""
+    """The checker of a file kind. The notebook checker (and JSON with it) is imported when
+    the first notebook comes up."""
     if kind is FileKind.PYTHON:
         return check_python
     if kind is FileKind.NOTEBOOK:
@@ -145,15 +85,13 @@ def checker_for(kind: FileKind) -> Checker:
     return check_other
 
 
-# The engine sits below the rules: the registry (which imports every rule module) is loaded
-# when a run selects its rules, never by importing the engine.
-def selected_rules(config: Config, options: RunOptions, kinds: Iterable[FileKind] | None = None,
+def selected_rules(registry: Catalogue, config: Config, options: RunOptions,
+                   kinds: Iterable[FileKind] | None = None,
                    texts: Sequence[bytes] | None = None) -> tuple[type[Rule], ...]:
-    """The rules enabled; with `kinds`, only those that read files of these kinds are
-    imported and returned (every rule reads at least one kind); with `texts` too (every file
-    to check, all Python), only those whose terms one of them names (rules/index.py)."""
-    from cudalint import rules as registry
-
+    """The rules of `registry` (cudalint.rules) enabled; with `kinds`, only those that read
+    files of these kinds are imported and returned (every rule reads at least one kind); with
+    `texts` too (every file to check, all Python), only those whose terms one of them names
+    (rules/index.py)."""
     candidates = None if kinds is None else registry.for_kinds(kinds, texts)
     return registry.select(_sources(config, options), candidates)
 
@@ -177,10 +115,13 @@ Progress = Callable[[int, int], None]  # called with (files done, files in all) 
 
 
 def run(
-    paths: Sequence[Path], config: Config, options: RunOptions, progress: Progress | None = None
+    paths: Sequence[Path], config: Config, options: RunOptions, progress: Progress | None = None,
+    *, registry: Catalogue,
 ) -> list[FileReport]:
-    """Every file's report, in path order. Ctrl-C raises `Interrupted` with the reports of the
-    files finished so far (the files written among them)."""
+    """Every file's report, in path order, checked with the rules of `registry`
+    (cudalint.rules: a run replayed from the cache imports none of them). Ctrl-C raises
+    `Interrupted` with the reports of the files finished so far (the files written among
+    them)."""
     settings = project.settings_for(config)
     options = options.replace(max_file_size=config.max_file_size, max_memory=config.max_memory)
     unreadable: list[tuple[Path, str]] = []
@@ -199,7 +140,7 @@ def run(
         reports += replayed
     read = _read_small_run(files, options)
     texts = None if read is None else [data for data, _status in read.values()]
-    enabled = (selected_rules(config, options, {kind for _, kind, _ in files}, texts)
+    enabled = (selected_rules(registry, config, options, {kind for _, kind, _ in files}, texts)
                if files else ())
     tasks = [(path, kind, rules_for(path, enabled, config), file_settings, options,
               *(read or {}).get(path, ()))
@@ -442,20 +383,6 @@ def _read_sized(path: Path, kind: FileKind, options: RunOptions) -> bytes:
     return read_regular(path, limit)
 
 
-def isolated(checker: Checker, job: Job) -> FileReport:
-    """The checker's report, or the error line of a file it failed on: one file never ends
-    the run, and no raw exception text reaches the user."""
-    try:
-        return checker(job)
-    except RecursionError:
-        reason = "too deeply nested for cudalint to check; not checked"
-    except MemoryError:
-        reason = "out of memory while checking this file; not checked"
-    except Exception as error:
-        reason = f"internal error ({type(error).__name__}) while checking this file; not checked"
-    return FileReport(job.path, [error_finding(job.path, reason)])
-
-
 if TYPE_CHECKING:
     PendingFile = tuple[Path, FileKind, Settings]
 
@@ -502,116 +429,6 @@ def _check_and_store(
     report.cache_entry = store.entry(path, kind, settings, snapshot, report.findings,
                                      report.text)
     return report
-
-
-def check_python(job: Job) -> FileReport:
-    options = job.options
-    if not (options.fix or options.diff):
-        from cudalint.engine.checkers.python import lint_python  # LibCST: only to check a file
-
-        result = lint_python(job.data, job.path, job.python_rules, job.settings,
-                             prefilter=job.prefilter, want_edits=options.want_edits)
-        return FileReport(job.path, result.findings, result.text)
-    from cudalint.engine.fixes.autofix import FixError, fix_python
-    try:
-        outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
-                             unsafe=options.unsafe_fixes, prefilter=job.prefilter)
-    except FixError as error:
-        return _left_as_it_was(job, str(error))
-    return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings, outcome.found)
-
-
-def finish_fix(
-    job: Job, fixed: bytes, applied: int, findings: list[Finding], found: list[Finding]
-) -> FileReport:
-    """Write (or diff) a fixed file; the report keeps the findings left after fixing, and
-    those `found` before."""
-    text = fixed.decode("utf-8", errors="replace")
-    report = FileReport(job.path, findings, text, applied, found=found)
-    if job.options.in_memory:
-        report.fixed_data = fixed
-    if fixed == job.data:
-        return report
-    if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
-        report.helper = job.settings.helper_file
-    if job.options.diff:
-        before = job.data.decode("utf-8", errors="replace")
-        report.diff = unified_diff(before, text, job.path)
-        return report
-    if job.options.in_memory:
-        return report
-    from cudalint.engine.running.writer import WriteError, write_fixed  # tempfile: only to write
-
-    try:
-        write_fixed(job.path, fixed, job.data)
-    except WriteError as error:
-        return _left_as_it_was(job, str(error))
-    report.written = True
-    return report
-
-
-def _left_as_it_was(job: Job, reason: str) -> FileReport:
-    """The findings of the file as it stays, after the error line saying why it was not fixed."""
-    unfixed = job.replace(options=job.options.replace(fix=False, diff=False))
-    report = isolated(checker_for(job.kind), unfixed)
-    report.findings.insert(0, error_finding(job.path, reason))
-    return report
-
-
-def imports_module(text: str, module: str) -> bool:
-    """Whether `text` (Python, or a notebook's JSON) has `from <module> import`."""
-    return re.search(rf"(?:^|[\s\"])from\s+{re.escape(module)}\s+import\b", text) is not None
-
-
-def check_other(job: Job) -> FileReport:
-    """A non-Python file, read by the FileRules of its kind."""
-    if not job.file_rules:
-        return FileReport(job.path, [])
-    text: str | None = None
-    if job.kind not in (FileKind.SHARED_LIBRARY, FileKind.CUDA_SOURCE):
-        try:
-            text = job.data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            return FileReport(job.path, [error_finding(job.path, "not UTF-8 text")])
-    source = SourceFile(job.path, job.kind, job.data, text)
-    findings = run_file_rules(job.file_rules, source)
-    if text is not None:
-        from cudalint.engine.locate import noqa
-        from cudalint.formats import dockerfile
-
-        lines = text.splitlines()
-        if job.kind is FileKind.DOCKERFILE:  # Docker allows comments on their own lines only
-            lines = dockerfile.noqa_lines(lines)
-        findings = noqa.unsuppressed(findings, lines)
-    return FileReport(job.path, findings, text)
-
-
-def run_file_rules(rules: Sequence[FileRule], source: SourceFile) -> list[Finding]:
-    """Every rule's findings, each once: two rules reading one malformed file report it once.
-    A rule that fails on an odd input reports an error line for that file, and the run goes on."""
-    findings: list[Finding] = []
-    for rule in rules:
-        try:
-            findings.extend(rule.check(source))
-        except Exception as error:
-            reason = f"internal error: {type(error).__name__}"
-            findings.append(error_finding(source.path, f"{rule.code} could not read the file "
-                                                       f"({reason})"))
-    return list(dict.fromkeys(findings))
-
-
-def unified_diff(before: str, after: str, path: Path) -> str:
-    import difflib  # only for --diff
-
-    shown = os.path.relpath(path) if Path.cwd() in Path(path).resolve().parents else str(path)
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=shown,
-            tofile=shown,
-        )
-    )
 
 
 def rules_for(path: Path, enabled: Sequence[type[Rule]], config: Config) -> tuple[type[Rule], ...]:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint import data
-from cudalint.engine.first_pass.prefilter import caseless, word
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -126,14 +125,6 @@ def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
 
 # What a flag's name starts with when it says that CUDA is in use (in any case).
 CUDA_FLAGS = ("use_cuda", "has_cuda", "cuda_avail")
-# What a probe names besides the word `cuda` (the terms of the rules that read probes): a
-# flag (`names_cuda_flag`: `use_cuda`, `USE_CUDA`, `CUDA_AVAILABLE`, `Cuda`) or `x.is_cuda`.
-# It starts with one character class, as prefilter.caseless_word's patterns do.
-PROBE_PATTERN = (
-    rf"[uUhHcC](?<![A-Za-z0-9_].)(?:(?<=[uU]){caseless('se_cuda')}|(?<=[hH]){caseless('as_cuda')}"
-    rf"|(?<=[cC]){caseless('uda')}(?:{caseless('_avail')}|(?![A-Za-z0-9_])))"
-    rf"|{word('is_cuda')}"
-)
 
 
 def names_cuda_flag(name: str) -> bool:

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine.contract import Invalid, PythonRule
-from cudalint.engine.first_pass.prefilter import Terms
+from cudalint.engine.first_pass.prefilter import PROBE_PATTERN, Terms
 from cudalint.engine.walk.guards import (
-    PROBE_PATTERN,
     is_cuda_absence,
     is_cuda_probe,
     last_statement,

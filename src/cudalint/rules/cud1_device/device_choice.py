@@ -8,10 +8,15 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 
 from cudalint.engine.contract import Invalid, NodeFix, PythonRule
-from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE, Terms, may_spell, word
+from cudalint.engine.first_pass.prefilter import (
+    LETTER_ESCAPE,
+    PROBE_PATTERN,
+    Terms,
+    may_spell,
+    word,
+)
 from cudalint.engine.walk import visiting
 from cudalint.engine.walk.guards import (
-    PROBE_PATTERN,
     is_cuda_absence,
     is_cuda_probe,
     names_cuda_flag,

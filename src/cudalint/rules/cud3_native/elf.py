@@ -9,8 +9,8 @@ import io
 import struct
 from collections.abc import Iterator
 
-from cudalint.engine.checkers.python import error_finding, one_line
 from cudalint.engine.contract import FileRule, Invalid, Valid
+from cudalint.engine.lint.python import error_finding, one_line
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.cud3_native.ctypes_libs import cuda_library

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cudalint.engine.checkers.python import error_finding
 from cudalint.engine.contract import FileRule, Invalid, Valid
-from cudalint.finding import Finding, Severity
+from cudalint.finding import Finding, Severity, error_finding
 from cudalint.formats import FormatError, dockerfile, scripts
 from cudalint.formats.installers import pip_install
 from cudalint.formats.requirements import Line, read_lines

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from cudalint.commands.help import HelpFormatter
 from cudalint.config import ConfigError, load_config
-from cudalint.discovery import MissingPathError
+from cudalint.engine.running.discovery import MissingPathError
 from cudalint.report.audit import audit
 from cudalint.report.decision import Decision, decide
 from cudalint.report.evidence import load_run

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.checkers.python import BOM, PythonResult, lint_python, one_line
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.fixes.fixer import apply_fixes
 from cudalint.engine.fixes.imports import Needs
+from cudalint.engine.lint.python import BOM, PythonResult, lint_python, one_line
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Applicability, Finding
 
