@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.cli import main
+from cudalint.runtime.helper import inline_block
 
 BUFFER = (
     "import torch\n"
@@ -20,9 +21,12 @@ BUFFER = (
     "if torch.cuda.is_available():\n"
     "    torch.cuda.synchronize()\n"
 )
+# stdin writes one file: the fix carries the device helper inline, never an import of a helper
+# that is not there (nor of cudalint, unless `helper = "cudalint.device"` asks for it)
 FIXED = (
     "import torch\n"
-    "from cudalint.device import pick_device, synchronize\n"
+    "\n"
+    + inline_block(["pick_device", "synchronize"]) +
     "\n"
     "model = Net().to(pick_device())\n"
     'print("moving the model with .cuda() to cuda:0")\n'
@@ -127,7 +131,17 @@ def test_notebook_buffer_is_read_and_fixed_as_a_notebook(tmp_path, cudalint):
     sources = ["".join(cell["source"]) for cell in json.loads(fixed.stdout)["cells"]]
     assert any(source.startswith("!nvidia-smi\nmodel = Net().to(pick_device())")
                for source in sources)
-    assert any("from cudalint.device import pick_device" in source for source in sources)
+    assert any("def pick_device(device=None):  # cudalint device helper" in source
+               for source in sources)
+    assert not any("import pick_device" in source for source in sources)
+
+
+def test_fix_imports_cudalint_only_where_the_configuration_asks(tmp_path, cudalint):
+    (tmp_path / "pyproject.toml").write_text('[tool.cudalint]\nhelper = "cudalint.device"\n')
+    done = cudalint(tmp_path, "check", "--fix", "--stdin-filename", "train.py", "-",
+                    stdin=BUFFER.encode())
+    assert done.stdout.decode().startswith(
+        "import torch\nfrom cudalint.device import pick_device, synchronize\n")
 
 
 @pytest.mark.parametrize(

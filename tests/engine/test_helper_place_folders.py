@@ -24,7 +24,7 @@ def test_real_folders_are_what_resolve_gives_through_links_and_dot_dots(tmp_path
     for folder in folders:
         assert _outcome(helper_place._real_folder, folder) == _outcome(Path.resolve, folder)
     place = helper_place.helper_place(tmp_path / "link" / "pkg" / "sub" / "train.py",
-                                      helper_place.FileKind.PYTHON)
+                                      helper_place.FileKind.PYTHON, tmp_path / "link")
     assert place.path == tmp_path / "real" / "pkg" / "_device.py"
     assert place.module == "pkg._device"
 

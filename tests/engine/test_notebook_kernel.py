@@ -12,6 +12,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from cudalint.cli import main
+from cudalint.runtime.helper import inline_block
 
 
 def _notebook(*sources: str) -> dict:
@@ -58,13 +59,14 @@ def test_fixed_notebook_runs_in_an_ipython_kernel(chdir_tmp, capsys):
     capsys.readouterr()
     cells = json.loads(path.read_text())["cells"]
     sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    imports = [s for s in sources if "from _device import pick_device" in s]
-    assert len(imports) == 1  # imported once, for every cell
+    defined = [s for s in sources if "def pick_device(" in s]
+    assert len(defined) == 1  # written once, inline, for every cell
+    assert not any("import pick_device" in s for s in sources)
     # The first cell needs the helper and starts with a cell magic, which must stay its first
-    # line: the import is a new first code cell.
-    assert sources[0] == "from _device import pick_device"
+    # line: the helper is a new first code cell.
+    assert sources[0] == inline_block(["pick_device"]).rstrip("\n")
     assert sources[1].startswith("%%time\n")
-    assert all(".cuda(" not in s and "'cuda" not in s for s in sources)
+    assert all(".cuda(" not in s and "'cuda" not in s for s in sources[1:])
 
     executed = _execute(path)
     assert "shell-escape-ok" in _outputs(executed)
@@ -77,7 +79,7 @@ def test_the_import_joins_the_first_importing_cell(chdir_tmp, capsys):
     main(["check", "--fix", str(path)])
     capsys.readouterr()
     sources = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"][1:]]
-    assert sources[0] == ("import torch\nfrom _device import pick_device\n\n"
+    assert sources[0] == ("import torch\n\n" + inline_block(["pick_device"]) + "\n"
                           "x = torch.randn(4, 4).to(pick_device())\n")
-    assert sum("import pick_device" in s for s in sources) == 1
+    assert sum("def pick_device(" in s for s in sources) == 1
     assert "devices cpu cpu" in _outputs(_execute(path))

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
 
 # The helper functions a fix may call, all defined beside pick_device in the helper module.
 HELPER_MODULE_DEFAULT = "cudalint.device"
+# The helper module of a file whose fixes carry the helper inline (engine.project.helper_place):
+# never imported, and no module of that name is ever written.
+INLINE_MODULE = "_cudalint_inline_device"
 
 
 class Settings(Record):

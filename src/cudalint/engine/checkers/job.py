@@ -39,9 +39,9 @@ class FileReport(Record):
     """What the check of one file found (and did)."""
 
     __slots__ = ("cache_entry", "diff", "findings", "fixed", "fixed_data", "found", "helper",
-                 "helper_written", "path", "text", "written")
+                 "helper_names", "helper_written", "path", "text", "written")
     FIELDS = ("path", "findings", "text", "fixed", "diff", "written", "found", "fixed_data",
-              "helper", "helper_written", "cache_entry")
+              "helper", "helper_written", "cache_entry", "helper_names")
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(
@@ -57,6 +57,7 @@ class FileReport(Record):
         helper: Path | None = None,  # the standalone helper the fixed file imports
         helper_written: bool = False,  # this run wrote that helper
         cache_entry: dict[str, Any] | None = None,  # the lint cache's record of this check
+        helper_names: frozenset[str] = frozenset(),  # what the fixed file imports from it
     ) -> None:
         self.path = path
         self.findings = findings
@@ -69,6 +70,7 @@ class FileReport(Record):
         self.helper = helper
         self.helper_written = helper_written
         self.cache_entry = cache_entry
+        self.helper_names = helper_names
 
 
 class Job(Record):
@@ -125,6 +127,7 @@ def finish_fix(
         return report
     if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
         report.helper = job.settings.helper_file
+        report.helper_names = imported_helpers(text, job.settings.helper_module)
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
@@ -147,6 +150,19 @@ def left_as_it_was(job: Job, reason: str, checker: Checker) -> FileReport:
     report = isolated(checker, unfixed)
     report.findings.insert(0, error_finding(job.path, reason))
     return report
+
+
+def imported_helpers(text: str, module: str) -> frozenset[str]:
+    """The names `text` imports from `module` (`from m import a, b`, `from m import (a, b)`)."""
+    pattern = rf"^[ \t]*from[ \t]+{re.escape(module)}[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)"
+    names: set[str] = set()
+    for match in re.finditer(pattern, text, re.MULTILINE):
+        listed = match.group(1).strip("()\\ \t")
+        for part in listed.replace("\\\n", " ").split(","):
+            words = part.split()
+            if words:
+                names.add(words[0])
+    return frozenset(names)
 
 
 def imports_module(text: str, module: str) -> bool:

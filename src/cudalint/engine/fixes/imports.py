@@ -19,9 +19,11 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE
+from cudalint.engine.settings import INLINE_MODULE
 from cudalint.engine.walk import visiting
 from cudalint.engine.walk.context import dotted_name
 from cudalint.finding import Edit, Position
+from cudalint.runtime.helper import INLINE_MARK, inline_block
 
 # Past this length the helper import is written one name a line, as black and ruff format it.
 LINE_LENGTH = 88
@@ -214,7 +216,7 @@ def bound_by(node: cst.Import | cst.ImportFrom) -> list[tuple[str, cst.ImportAli
 
 def _bindings(module: cst.Module) -> dict[str, str]:
     """Local name -> what it is, for the module's top-level imports ("torch", "m.name")."""
-    bound: dict[str, str] = {}
+    bound: dict[str, str] = {name: f"{INLINE_MODULE}.{name}" for name in inline_defined(module)}
     for statement in module.body:
         node = _import_of(statement)
         if node is None:
@@ -232,6 +234,31 @@ def _bindings(module: cst.Module) -> dict[str, str]:
     return bound
 
 
+def inline_defined(module: cst.Module) -> frozenset[str]:
+    """The names the module's inline device helper defines: the top-level statements that end
+    with its mark (cudalint.runtime.helper.INLINE_MARK)."""
+    found: set[str] = set()
+    for statement in module.body:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            header = statement.body.header if isinstance(statement.body, cst.IndentedBlock) \
+                else None
+            if header is not None and _marked(header.comment):
+                found.add(statement.name.value)
+        elif isinstance(statement, cst.SimpleStatementLine) \
+                and _marked(statement.trailing_whitespace.comment):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name):
+                    found.add(small.targets[0].target.value)
+                elif isinstance(small, cst.Import):
+                    found.update(local for local, _alias in bound_by(small))
+    return frozenset(found)
+
+
+def _marked(comment: cst.Comment | None) -> bool:
+    return comment is not None and comment.value == INLINE_MARK
+
+
 # -- adding -----------------------------------------------------------------------------------
 def missing(module: cst.Module, needs: Needs, helper_module: str) -> Needs:
     """The part of `needs` the module does not import yet."""
@@ -247,6 +274,10 @@ def add_edits(layout: Layout, needs: Needs, helper_module: str) -> list[LineEdit
         return []
     edits: list[LineEdit] = []
     helpers = set(needs.helpers)
+    if helper_module == INLINE_MODULE and helpers:
+        block = inline_block(sorted(helpers), inline_defined(layout.module), layout.newline)
+        edits.append(_insertion(layout, (layout.newline if layout.nodes else "") + block))
+        helpers = set()
     existing = _existing_helper_import(layout, helper_module)
     if existing is not None and helpers:
         statement, node = existing

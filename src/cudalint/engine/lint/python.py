@@ -27,6 +27,7 @@ from cudalint.engine.report import NodeFix, Report
 from cudalint.engine.walk.context import PythonContext, Settings
 from cudalint.engine.walk.traversal import walk
 from cudalint.finding import Edit, Finding, Fix, Position, error_finding
+from cudalint.runtime.helper import inline_rows
 
 if TYPE_CHECKING:
     from cudalint.engine.contract import PythonRule
@@ -320,6 +321,10 @@ def _positioned(
     module = ctx.module
     found = [(report, _finding(report, positions[report.node], path, cell))
              for report in ctx.reports]
+    inline = inline_rows(result.text or "")
+    if inline:  # the inline device helper's own code (cudalint.runtime.helper)
+        found = [(report, finding) for report, finding in found
+                 if not any(first <= finding.location.row <= last for first, last in inline)]
     rows = {row for _, f in found for row in (f.location.row, f.end_location.row)}
     suppress = noqa.parse_python_noqa(result.text or "", rows)
     seen: set[tuple[str, int, int]] = set()

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
-from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version
+from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version, project_root
 from cudalint.data import toml
-from cudalint.engine.project.helper_place import helper_place, is_helper_copy
+from cudalint.engine.project.helper_place import INLINE, helper_place, is_helper_copy
 from cudalint.engine.project.torch_floor import declares, torch_floor
 from cudalint.engine.reading.reader import ReadError, read_regular, read_text
 from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
@@ -98,16 +98,25 @@ def _read_facts(path: Path, limit: int) -> tuple[bool, bool] | None:
 
 
 def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind, *,
-                  existing_only: bool = False) -> Settings:
+                  existing_only: bool = False, fixing: bool = True) -> Settings:
     """The settings for one file: its own standalone helper module when the configuration
     names none and the project does not depend on cudalint. `existing_only` (the editor,
     which cannot create the helper's file): only when that file exists."""
     if config.helper or depends_on_cudalint(config.root):
         return settings
-    place = helper_place(path, kind)
-    if existing_only and not place.path.is_file():
-        return settings
+    place = helper_place(path, kind, project_root(config), fixing=fixing)
+    if existing_only and place.path is not None and not _complete_helper(place.path):
+        place = INLINE  # the editor and stdin write one file: the fix carries the helper
     return settings.replace(helper_module=place.module, helper_file=place.path)
+
+
+def _complete_helper(path: Path) -> bool:
+    """Whether the helper at `path` defines every helper name a fix may import (a helper
+    written for some fixes may lack what another needs: the editor cannot extend it)."""
+    from cudalint.runtime.helper import known_helpers, module_names
+
+    text = read_text(path)
+    return text is not None and module_names(text) >= known_helpers()
 
 
 @lru_cache(maxsize=8)

@@ -1,22 +1,36 @@
 """Where `--fix` puts the standalone device helper when the project does not depend on
-cudalint, so that the fixed code runs without cudalint installed.
+cudalint, so that the fixed code runs without cudalint installed, from every entry point.
 
-A module of a package imports `<top package>._device` (the helper sits in the top package:
-`pkg/_device.py`, `src/pkg/_device.py`), which works for `import pkg.train` and
-`python -m pkg.train`. A script outside any package, and a notebook, import `_device` from a
-helper beside it, which works for `python train.py` and for a notebook's kernel started in
-its folder. `helper = "..."` in [tool.cudalint] names another module (`"cudalint.device"` to
-depend on cudalint instead).
+The place follows how each fixed module is really imported, from the project's import roots
+(the project's root, where root scripts and `python -m` run; `src/` in a src layout):
+
+- a module of a regular package whose top package sits at an import root (or below folders
+  that no import can name, `site-packages/`) imports `<top package>._device`
+  (`pkg/_device.py`, `src/pkg/_device.py`): it travels with the package, installed or not;
+- a root script, a module under namespace folders (PEP 420: `lab/models/sub/m.py` imported as
+  `lab.models.sub.m`) and a module of a plain folder that the project imports by its dotted
+  name (`field/utils.py` as `field.utils`) import the helper at the root: `<pkg>._device` when
+  the root holds exactly one package, else `_device` (`_device.py` at the root);
+- anything else has no import that is sure to resolve: a notebook (its kernel may run
+  anywhere), a script in a subfolder (`python tools/train.py` puts `tools/` first on sys.path),
+  a file loaded by path (`configs/*.py`), a file outside the project. Its fixes carry the
+  helper inline (`INLINE_MODULE`, cudalint.runtime.helper.inline_block).
+
+The answer depends on the project's tree, never on which files a run was given, so fixing one
+file writes what fixing the whole tree writes for it. `helper = "..."` in [tool.cudalint] names
+another module (`"cudalint.device"` to depend on cudalint instead).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
 from cudalint.config import DEFAULT_MAX_FILE_SIZE
 from cudalint.engine.reading.reader import ReadError, read_regular
+from cudalint.engine.settings import INLINE_MODULE
 from cudalint.kinds import FileKind
 from cudalint.record import Record
 
@@ -31,28 +45,126 @@ class HelperPlace(Record):
     __slots__ = ("module", "path")
     FIELDS = ("module", "path")
 
-    def __init__(self, module: str, path: Path) -> None:
-        self.module = module  # what the fixed file imports
-        self.path = path  # where the helper is written when a fix uses it
+    def __init__(self, module: str, path: Path | None) -> None:
+        self.module = module  # what the fixed file imports (INLINE_MODULE: nothing)
+        self.path = path  # where the helper is written when a fix uses it (None: inline)
+
+
+INLINE = HelperPlace(INLINE_MODULE, None)
 
 
 def is_helper_copy(data: bytes) -> bool:
     return data.lstrip(b"\xef\xbb\xbf").startswith(HELPER_MARKER)
 
 
-def helper_place(path: Path, kind: FileKind) -> HelperPlace:
-    """The helper module a file imports, and where that module's file is."""
-    notebook = kind is FileKind.NOTEBOOK
+def helper_place(path: Path, kind: FileKind, root: Path, *, fixing: bool = True) -> HelperPlace:
+    """The helper module a file of the project at `root` imports, and where that module's
+    file is (or INLINE). Whether the project imports a plain folder by name is read from its
+    files only when `fixing` (a check alone assumes it does: the place only names the
+    helper in messages there)."""
+    if kind is FileKind.NOTEBOOK:
+        return INLINE
     if os.path.islink(path):
-        return _place(path.resolve().parent, notebook=notebook)
-    return _folder_place(os.path.dirname(path), notebook)
+        return _place(path.resolve().parent, _real_folder(root), fixing)
+    # absolute: an editor's server (and a test) runs from more than one folder
+    return _folder_place(os.path.dirname(os.path.abspath(path)), os.path.abspath(root), fixing)
 
 
 # Once per folder, keyed by its text: a run asks for every file, and making and hashing a
 # Path per file cost more than the answer.
 @lru_cache(maxsize=1024)
-def _folder_place(folder: str, notebook: bool) -> HelperPlace:
-    return _place(_real_folder(Path(folder)), notebook=notebook)
+def _folder_place(folder: str, root: str, fixing: bool) -> HelperPlace:
+    return _place(_real_folder(Path(folder)), _real_folder(Path(root)), fixing)
+
+
+@lru_cache(maxsize=1024)
+def _place(folder: Path, root: Path, fixing: bool) -> HelperPlace:
+    if folder != root and root not in folder.parents:
+        return INLINE  # outside the project
+    top = _top_package(folder)
+    if top is not None and top.parent in (root, root / "src"):
+        return _in(top, f"{top.name}.")
+    if top is None and folder == root / "src":
+        return _in(folder, "")  # a module of a src layout: `src/` is its import root
+    if top is not None:
+        # Under namespace folders (`lab/models/` without `__init__.py`): imported by its
+        # dotted name from the root. Under folders no import names (`site-packages/`, `Mes
+        # projets/`): its own parent is what puts it on the path.
+        return _root_place(root) if _dotted(top.parent, root) is not None \
+            else _in(top, f"{top.name}.")
+    if folder == root or not fixing or _imported_by_name(folder, root):
+        return _root_place(root)
+    return INLINE
+
+
+def _in(home: Path, prefix: str) -> HelperPlace:
+    name = _free_name(home)
+    return HelperPlace(f"{prefix}{name}", home / f"{name}.py")
+
+
+@lru_cache(maxsize=64)
+def _root_place(root: Path) -> HelperPlace:
+    """The helper of the modules imported from the root: in the root's one package, else
+    beside them."""
+    packages = [child for child in _children(root) if (child / "__init__.py").is_file()
+                and child.name.isidentifier()]
+    if len(packages) == 1:
+        return _in(packages[0], f"{packages[0].name}.")
+    return _in(root, "")
+
+
+def _children(folder: Path) -> list[Path]:
+    try:
+        return sorted(child for child in folder.iterdir() if child.is_dir()
+                      and not child.name.startswith("."))
+    except OSError:
+        return []
+
+
+# Folders a project's own code does not live in.
+_NOT_SOURCE = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build",
+                         "dist"})
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import|import[ \t]+"
+                     r"([A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*))", re.MULTILINE)
+
+
+def _imported_by_name(folder: Path, root: Path) -> bool:
+    """Whether some module of the project imports `folder` (a plain folder below `root`) by
+    its dotted name: `field.utils`, `from field import utils`."""
+    dotted = _dotted(folder, root)
+    return dotted is not None and any(name == dotted or name.startswith(dotted + ".")
+                                      for name in _imported(root))
+
+
+def _dotted(folder: Path, root: Path) -> str | None:
+    """The dotted name of `folder` from `root` ("" for the root), None where a part of it is
+    no identifier (`Mes projets/`): no import names it."""
+    parts = folder.relative_to(root).parts
+    return ".".join(parts) if all(part.isidentifier() for part in parts) else None
+
+
+@lru_cache(maxsize=8)
+def _imported(root: Path) -> frozenset[str]:
+    """Every absolute module name the project's Python files import."""
+    names: set[str] = set()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _NOT_SOURCE]
+        for file in files:
+            if not file.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(folder, file), "rb") as handle:
+                    text = handle.read(DEFAULT_MAX_FILE_SIZE).decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            if "import" not in text:
+                continue
+            for match in _IMPORT.finditer(text):
+                if match.group(1) is not None:
+                    names.add(match.group(1))
+                else:
+                    names.update(n.strip() for n in match.group(2).split(","))
+    return frozenset(names)
 
 
 @lru_cache(maxsize=1024)  # once per folder, not per file
@@ -66,15 +178,6 @@ def _real_folder(folder: Path) -> Path:
     except OSError:
         linked = True
     return folder.resolve() if linked else _real_folder(folder.parent) / folder.name
-
-
-@lru_cache(maxsize=1024)  # the files of one folder share it
-def _place(folder: Path, *, notebook: bool) -> HelperPlace:
-    top = None if notebook else _top_package(folder)
-    home = top if top is not None else folder
-    name = _free_name(home)
-    module = f"{top.name}.{name}" if top is not None else name
-    return HelperPlace(module, home / f"{name}.py")
 
 
 @lru_cache(maxsize=1024)  # the folders of one package share their parents' answers

@@ -131,7 +131,8 @@ def run(
                              None if lint_cache is None else _cached_facts(lint_cache, options))
     if tree.own_cuda_method:
         settings = settings.replace(own_cuda_method=True)
-    files = [(path, kind, project.file_settings(settings, config, path, kind))
+    fixing = options.fix or options.diff
+    files = [(path, kind, project.file_settings(settings, config, path, kind, fixing=fixing))
              for path, kind in found if path not in tree.helper_copies]
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
     if lint_cache is not None:
@@ -156,6 +157,10 @@ def run(
         raise
     if options.fix and not options.diff:
         write_helpers(reports)
+    elif options.diff:
+        from cudalint.engine.running import helpers
+
+        reports += helpers.diffs(helpers.plan(reports))
     if lint_cache is not None:
         for report in reports:
             if report.cache_entry is not None:
@@ -210,19 +215,10 @@ def _facts(kind: FileKind, data: bytes) -> Any:
 
 
 def write_helpers(reports: Sequence[FileReport]) -> None:
-    """Write the standalone helper where fixed files now import it and it is missing."""
-    from cudalint.runtime.helper import write_helper  # only after --fix
+    """Write (or extend) the standalone helper each fixed file now imports."""
+    from cudalint.engine.running import helpers  # only after --fix
 
-    for report in reports:
-        if report.helper is None or report.helper.exists():
-            continue
-        try:
-            write_helper(report.helper, force=False)
-        except OSError as error:
-            report.findings.append(error_finding(
-                report.path, f"cannot write the device helper {report.helper}: {error}"))
-            continue
-        report.helper_written = True
+    helpers.write(helpers.plan(reports))
 
 
 # Below this many files a second process costs more than it saves.

@@ -15,7 +15,7 @@ import libcst as cst
 
 from cudalint.engine.first_pass.sparse import Hidden
 from cudalint.engine.report import Report
-from cudalint.engine.settings import Settings
+from cudalint.engine.settings import INLINE_MODULE, Settings
 from cudalint.engine.walk import guards, scopes
 from cudalint.engine.walk.bindings import bound_names
 
@@ -53,6 +53,7 @@ class PythonContext:
     _last_call: tuple[cst.Call, str | None] | None = None
     _function_depth: int = 0
     _main_block_depth: int = 0
+    _inline: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         self.top_level_names = _top_level_bindings(self.module) | self.hidden.top_level_names
@@ -110,7 +111,18 @@ class PythonContext:
         target = self.aliases.get(name, "")
         if target == f"{self.settings.helper_module}.{name}":
             return True
+        if self.settings.helper_module == INLINE_MODULE and name in self.inline_helpers:
+            return True
         return name not in self.aliases and name not in self.top_level_names
+
+    @property
+    def inline_helpers(self) -> frozenset[str]:
+        """The names the file's inline device helper defines (cudalint.runtime.helper)."""
+        if self._inline is None:
+            from cudalint.runtime.helper import inline_defined
+
+            self._inline = inline_defined(self.code)
+        return self._inline
 
     def bound_locally(self, name: str) -> bool:
         """A function around the node being visited binds `name` (parameter, local)."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine.contract import NodeFix
+from cudalint.engine.settings import INLINE_MODULE
 from cudalint.engine.walk import visiting
 from cudalint.engine.walk.context import dotted_name
 from cudalint.rules.cud1_device import cuda_api_table
@@ -25,6 +26,8 @@ _CODE = "CUD105"
 
 def import_fix(ctx: PythonContext, local: str) -> NodeFix | None:
     """The fix moving `local` from its `from torch.cuda import ...` to the helper module."""
+    if ctx.settings.helper_module == INLINE_MODULE:
+        return None  # the helper is written into the file: no module to import it from
     statement = _binding(ctx.module, local)
     if statement is None:
         return None

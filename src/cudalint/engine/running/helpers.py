@@ -1,0 +1,117 @@
+"""The device helper files a run's fixes need (engine.project.helper_place): one per place,
+holding what the fixed modules import from it, and what an earlier run wrote there. A helper
+is written from the names alone (cudalint.runtime.helper.helper_module_text), so the same
+names give the same bytes, and a later fix extends the file rather than rewriting it."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from cudalint.engine.checkers.job import FileReport
+from cudalint.engine.fixes.writer import WriteError, write_fixed
+from cudalint.engine.project.helper_place import is_helper_copy
+from cudalint.finding import error_finding
+from cudalint.record import Record
+from cudalint.runtime.helper import helper_module_text, module_names
+
+
+class HelperPlan(Record):
+    """One helper file: its text before the run (None: missing), after, and the fixed files
+    that import it."""
+
+    __slots__ = ("after", "before", "importers", "path")
+    FIELDS = ("path", "before", "after", "importers")
+
+    def __init__(self, path: Path, before: str | None, after: str,
+                 importers: list[FileReport]) -> None:
+        self.path = path
+        self.before = before
+        self.after = after
+        self.importers = importers
+
+
+def plan(reports: Sequence[FileReport]) -> list[HelperPlan]:
+    """The helper files the fixed files of `reports` import, with what each must define."""
+    importers: dict[Path, list[FileReport]] = {}
+    for report in reports:
+        if report.helper is not None and report.helper_names:
+            importers.setdefault(report.helper, []).append(report)
+    plans = []
+    for path, users in sorted(importers.items()):
+        wanted = frozenset().union(*(report.helper_names or () for report in users))
+        before = _read(path)
+        have = module_names(before) if before is not None else frozenset()
+        after = before if before is not None and wanted <= have \
+            else helper_module_text(wanted | have)
+        assert after is not None
+        plans.append(HelperPlan(path, before, after, users))
+    return plans
+
+
+def _read(path: Path) -> str | None:
+    """The helper at `path` as an earlier run wrote it; None where there is none."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace") if is_helper_copy(data) else None
+
+
+def write(plans: Sequence[HelperPlan]) -> None:
+    """Write each helper that is missing or lacks a name; an error is a line on the report of
+    each file importing it."""
+    for helper in plans:
+        if helper.after == helper.before:
+            continue
+        try:
+            if helper.before is None:
+                _create(helper.path, helper.after.encode())
+            else:
+                write_fixed(helper.path, helper.after.encode(), helper.before.encode())
+        except (OSError, WriteError) as error:
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            for report in helper.importers:
+                report.findings.append(error_finding(
+                    report.path, f"cannot write the device helper {helper.path}: {reason}"))
+            continue
+        for report in helper.importers:
+            report.helper_written = True
+
+
+def _create(path: Path, data: bytes) -> None:
+    """A new file, whole or not at all, never through a link or over an existing file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=".cudalint-", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.link(temporary, path)  # fails where anything, a dangling link included, is there
+    finally:
+        os.unlink(temporary)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def diffs(plans: Sequence[HelperPlan]) -> list[FileReport]:
+    """With --diff: each helper that would be written or extended, as a diff of its own."""
+    found = []
+    for helper in plans:
+        if helper.after == helper.before:
+            continue
+        shown = os.path.relpath(helper.path) if Path.cwd() in helper.path.resolve().parents \
+            else str(helper.path)
+        diff = "".join(difflib.unified_diff(
+            (helper.before or "").splitlines(keepends=True),
+            helper.after.splitlines(keepends=True),
+            fromfile="/dev/null" if helper.before is None else shown, tofile=shown))
+        found.append(FileReport(helper.path, [], diff=diff))
+    return found
