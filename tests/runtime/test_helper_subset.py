@@ -78,3 +78,18 @@ def test_a_later_fix_extends_the_helper_an_earlier_one_wrote(tmp_path, capsys, m
     capsys.readouterr()
     assert helper.module_names(Path("_device.py").read_text()) == {"pick_device", "synchronize"}
     assert "from _device import synchronize" in Path("bench.py").read_text()
+
+
+def test_a_run_inside_a_package_imports_the_packages_own_helper(tmp_path, capsys, monkeypatch):
+    """The project's root can be the package itself (`cd mypkg; cudalint check .`, no
+    pyproject.toml or .git): the package is imported from the folder above it."""
+    package = tmp_path / "mypkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "layer.py").write_text("import torch\n\nx = torch.ones(1).cuda()\n")
+    monkeypatch.chdir(package)
+    assert main(["check", "--no-cache", "--diff", "."]) == 1
+    out = capsys.readouterr().out
+    assert "+from mypkg._device import pick_device" in out
+    assert "+++ _device.py" in out

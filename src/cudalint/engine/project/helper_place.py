@@ -82,8 +82,8 @@ def _place(folder: Path, root: Path, fixing: bool) -> HelperPlace:
     if folder != root and root not in folder.parents:
         return INLINE  # outside the project
     top = _top_package(folder)
-    if top is not None and top.parent in (root, root / "src"):
-        return _in(top, f"{top.name}.")
+    if top is not None and (top.parent in (root, root / "src") or root not in top.parents):
+        return _in(top, f"{top.name}.")  # (the run is inside the package: its root is above)
     if top is None and folder == root / "src":
         return _in(folder, "")  # a module of a src layout: `src/` is its import root
     if top is not None:
