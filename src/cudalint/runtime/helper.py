@@ -108,6 +108,7 @@ def _defined_name(node: ast.stmt) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
 def known_helpers() -> frozenset[str]:
     """The names a fixed file may take from the helper: its public functions and classes."""
     parts, _imports, public = _parts()
@@ -137,9 +138,8 @@ def helper_module_text(names: Iterable[str]) -> str:
     exported = sorted(n for n in public if n in chosen)
     out = [_HEADER, "\nfrom __future__ import annotations\n\n"]
     out += [f"{imports[name]}\n" for name in imports if name in uses]
-    typing = [n for n in ("TYPE_CHECKING", "Any") if n == "TYPE_CHECKING" or n in uses]
-    out.append(f"from typing import {', '.join(typing)}\n\nif TYPE_CHECKING:\n"
-               "    import torch\n\n")
+    typing = "TYPE_CHECKING, Any" if "Any" in uses else "TYPE_CHECKING"
+    out.append(f"from typing import {typing}\n\nif TYPE_CHECKING:\n    import torch\n\n")
     listed = "".join(f'    "{name}",\n' for name in exported)
     out.append(f"__all__ = [\n{listed}]\n")
     for name in chosen:

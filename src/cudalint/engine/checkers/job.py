@@ -125,9 +125,10 @@ def finish_fix(
         report.fixed_data = fixed
     if fixed == job.data:
         return report
-    if job.settings.helper_file is not None and imports_module(text, job.settings.helper_module):
-        report.helper = job.settings.helper_file
-        report.helper_names = imported_helpers(text, job.settings.helper_module)
+    names = frozenset() if job.settings.helper_file is None \
+        else imported_helpers(text, job.settings.helper_module)
+    if names:
+        report.helper, report.helper_names = job.settings.helper_file, names
     if job.options.diff:
         before = job.data.decode("utf-8", errors="replace")
         report.diff = unified_diff(before, text, job.path)
@@ -165,11 +166,6 @@ def imported_helpers(text: str, module: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def imports_module(text: str, module: str) -> bool:
-    """Whether `text` (Python, or a notebook's JSON) has `from <module> import`."""
-    return re.search(rf"(?:^|[\s\"])from\s+{re.escape(module)}\s+import\b", text) is not None
-
-
 def run_file_rules(rules: Sequence[FileRule], source: SourceFile) -> list[Finding]:
     """Every rule's findings, each once: two rules reading one malformed file report it once.
     A rule that fails on an odd input reports an error line for that file, and the run goes on."""
@@ -184,15 +180,16 @@ def run_file_rules(rules: Sequence[FileRule], source: SourceFile) -> list[Findin
     return list(dict.fromkeys(findings))
 
 
-def unified_diff(before: str, after: str, path: Path) -> str:
+def unified_diff(before: str | None, after: str, path: Path) -> str:
+    """`before` None: `path` is a new file (`--- /dev/null`)."""
     import difflib  # only for --diff
 
     shown = os.path.relpath(path) if Path.cwd() in Path(path).resolve().parents else str(path)
     return "".join(
         difflib.unified_diff(
-            before.splitlines(keepends=True),
+            (before or "").splitlines(keepends=True),
             after.splitlines(keepends=True),
-            fromfile=shown,
+            fromfile="/dev/null" if before is None else shown,
             tofile=shown,
         )
     )

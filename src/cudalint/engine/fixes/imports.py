@@ -216,7 +216,7 @@ def bound_by(node: cst.Import | cst.ImportFrom) -> list[tuple[str, cst.ImportAli
 
 def _bindings(module: cst.Module) -> dict[str, str]:
     """Local name -> what it is, for the module's top-level imports ("torch", "m.name")."""
-    bound: dict[str, str] = {name: f"{INLINE_MODULE}.{name}" for name in inline_defined(module)}
+    bound: dict[str, str] = {}
     for statement in module.body:
         node = _import_of(statement)
         if node is None:
@@ -263,6 +263,9 @@ def _marked(comment: cst.Comment | None) -> bool:
 def missing(module: cst.Module, needs: Needs, helper_module: str) -> Needs:
     """The part of `needs` the module does not import yet."""
     bound = _bindings(module)
+    if helper_module == INLINE_MODULE:  # what the file's inline helper defines is there
+        bound = {**{name: f"{INLINE_MODULE}.{name}" for name in inline_defined(module)},
+                 **bound}
     helpers = frozenset(n for n in needs.helpers if bound.get(n) != f"{helper_module}.{n}")
     modules = frozenset(m for m in needs.modules if bound.get(m) != m)
     return Needs(helpers, modules)

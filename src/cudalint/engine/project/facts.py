@@ -112,7 +112,17 @@ def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind
 
 def _complete_helper(path: Path) -> bool:
     """Whether the helper at `path` defines every helper name a fix may import (a helper
-    written for some fixes may lack what another needs: the editor cannot extend it)."""
+    written for some fixes may lack what another needs: the editor cannot extend it). One
+    stat per call; the file is read once per version (the editor asks on every edit)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return _complete_version(path, info.st_mtime_ns, info.st_size)
+
+
+@lru_cache(maxsize=64)
+def _complete_version(path: Path, _mtime_ns: int, _size: int) -> bool:
     from cudalint.runtime.helper import known_helpers, module_names
 
     text = read_text(path)

@@ -5,13 +5,12 @@ names give the same bytes, and a later fix extends the file rather than rewritin
 
 from __future__ import annotations
 
-import difflib
 import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from cudalint.engine.checkers.job import FileReport
+from cudalint.engine.checkers.job import FileReport, unified_diff
 from cudalint.engine.fixes.writer import WriteError, write_fixed
 from cudalint.engine.project.helper_place import is_helper_copy
 from cudalint.finding import error_finding
@@ -38,16 +37,17 @@ def plan(reports: Sequence[FileReport]) -> list[HelperPlan]:
     """The helper files the fixed files of `reports` import, with what each must define."""
     importers: dict[Path, list[FileReport]] = {}
     for report in reports:
-        if report.helper is not None and report.helper_names:
+        if report.helper is not None:  # set with the names it imports (checkers.job)
             importers.setdefault(report.helper, []).append(report)
     plans = []
     for path, users in sorted(importers.items()):
-        wanted = frozenset().union(*(report.helper_names or () for report in users))
+        wanted = frozenset().union(*(report.helper_names for report in users))
         before = _read(path)
-        have = module_names(before) if before is not None else frozenset()
-        after = before if before is not None and wanted <= have \
-            else helper_module_text(wanted | have)
-        assert after is not None
+        have = frozenset() if before is None else module_names(before)
+        if before is not None and wanted <= have:
+            after = before
+        else:
+            after = helper_module_text(wanted | have)
         plans.append(HelperPlan(path, before, after, users))
     return plans
 
@@ -107,11 +107,6 @@ def diffs(plans: Sequence[HelperPlan]) -> list[FileReport]:
     for helper in plans:
         if helper.after == helper.before:
             continue
-        shown = os.path.relpath(helper.path) if Path.cwd() in helper.path.resolve().parents \
-            else str(helper.path)
-        diff = "".join(difflib.unified_diff(
-            (helper.before or "").splitlines(keepends=True),
-            helper.after.splitlines(keepends=True),
-            fromfile="/dev/null" if helper.before is None else shown, tofile=shown))
+        diff = unified_diff(helper.before, helper.after, helper.path)
         found.append(FileReport(helper.path, [], diff=diff))
     return found
