@@ -60,8 +60,26 @@ def has_safe_fix(diagnostic: types.Diagnostic) -> bool:
 FIX_ALL_TITLE = "cudalint: fix all safely fixable problems"
 
 
-def fix_all(edit: types.TextEdit, target: Target) -> types.CodeAction:
-    return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL, edit=target.edit([edit]))
+def fix_all(edit: types.TextEdit, target: Target, helper_uri: str | None = None,
+            helper_edit: types.TextEdit | None = None, *, create: bool = False,
+            ) -> types.CodeAction:
+    """Fix-all's action; with `helper_uri`, the same change creates (`create`) or extends the
+    device helper the fixes import, and the title says so (the client takes document
+    changes and file creation: see handlers._creates_files)."""
+    if helper_uri is None or helper_edit is None:
+        return types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL, edit=target.edit([edit]))
+    changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile
+                  | types.DeleteFile] = []
+    if create:
+        changes.append(types.CreateFile(uri=helper_uri, options=types.CreateFileOptions(
+            overwrite=False, ignore_if_exists=True)))
+    helper = types.OptionalVersionedTextDocumentIdentifier(uri=helper_uri, version=None)
+    changes.append(types.TextDocumentEdit(text_document=helper, edits=[helper_edit]))
+    changes += target.edit([edit]).document_changes or []
+    verb = "creates" if create else "extends"
+    name = helper_uri.rsplit("/", 1)[-1]
+    return types.CodeAction(title=f"{FIX_ALL_TITLE} ({verb} the device helper {name})",
+                            kind=FIX_ALL, edit=types.WorkspaceEdit(document_changes=changes))
 
 
 def fix_all_unresolved(target: Target) -> types.CodeAction:

@@ -11,14 +11,16 @@ from pathlib import Path
 
 from cudalint import rules as registry
 from cudalint.config import Config, ConfigError, load_config
-from cudalint.engine.checkers.job import FileReport, Job, isolated
+from cudalint.engine.checkers.job import FileReport, Job, imported_helpers, isolated
 from cudalint.engine.contract import PythonRule, Rule
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import leaves, units_of
 from cudalint.engine.lint.autofix import FixError, fix_python
 from cudalint.engine.lint.python import BOM, lint_python
 from cudalint.engine.project import facts as project
+from cudalint.engine.running import helpers
 from cudalint.engine.running.discovery import discover
+from cudalint.engine.running.helpers import HelperPlan
 from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
@@ -173,18 +175,35 @@ def _tree(source: bytes, cache: UnitCache) -> ast.Module | None:
         return None
 
 
-def _python_job(path: Path, data: bytes, found: Project) -> Job:
+def _python_job(path: Path, data: bytes, found: Project, *,
+                existing_only: bool = True) -> Job:
     python_rules = tuple(r for r in found.rules_for(path) if issubclass(r, PythonRule))
     settings = project.file_settings(found.settings, found.config, path, FileKind.PYTHON,
-                                     existing_only=True)
+                                     existing_only=existing_only)
     return Job(path, FileKind.PYTHON, data, python_rules, (), settings,
                Prefilter.for_rules(python_rules, settings), _OPTIONS)
 
 
-def fix_text(path: Path, text: str, found: Project) -> str | None:
+class FixedBuffer:
+    """Fix-all's outcome: the buffer's new text, and the helper file the fixes import when
+    the editor is to create or extend it in the same change (`helper.before` None: a new
+    file)."""
+
+    __slots__ = ("helper", "text")
+
+    def __init__(self, text: str, helper: HelperPlan | None = None) -> None:
+        self.text = text
+        self.helper = helper
+
+
+def fix_text(path: Path, text: str, found: Project, *,
+             create_helper: bool = False) -> FixedBuffer | None:
     """The buffer with every safe fix applied, as `cudalint check --fix` writes it; None when
-    nothing changes or the fixed code would not parse."""
-    job = _python_job(path, encode(text), found)
+    nothing changes or the fixed code would not parse. With `create_helper` (a client that
+    creates files in a workspace edit) the fixes import the project's helper where
+    `cudalint check --fix` would, and the outcome says how that file must change; otherwise
+    they use it only where it is complete, else carry it inline."""
+    job = _python_job(path, encode(text), found, existing_only=not create_helper)
     data = job.data
     try:
         outcome = fix_python(data, path, job.python_rules, job.settings,
@@ -193,7 +212,14 @@ def fix_text(path: Path, text: str, found: Project) -> str | None:
         return None
     if outcome.data == data:
         return None
-    return outcome.data.decode("utf-8", errors="replace")
+    fixed = outcome.data.decode("utf-8", errors="replace")
+    names = frozenset() if job.settings.helper_file is None \
+        else imported_helpers(fixed, job.settings.helper_module)
+    if not names:
+        return FixedBuffer(fixed)
+    [helper] = helpers.plan([FileReport(path, [], helper=job.settings.helper_file,
+                                        helper_names=names)])
+    return FixedBuffer(fixed, None if helper.after == helper.before else helper)
 
 
 @cache

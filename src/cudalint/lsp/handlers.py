@@ -11,8 +11,9 @@ from pygls.uris import to_fs_path
 
 from cudalint import __version__
 from cudalint.lsp import actions, checker, lifetime, published
+from cudalint.lsp.checker import FixedBuffer
 from cudalint.lsp.diagnostics import SOURCE, data_version
-from cudalint.lsp.linter import Linter
+from cudalint.lsp.linter import Linter, is_open
 from cudalint.lsp.positions import end_of, overlaps, split_lines
 
 logger = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def _code_actions(server: LanguageServer, linter: Linter) -> None:
         """The actions of the document's current version, from that version's diagnostics and
         fixes; none when the document changes while they are made (they would be wrong)."""
         uri = params.text_document.uri
-        if uri not in server.workspace.text_documents:
+        if not is_open(server.workspace, uri):
             return []  # cudalint's actions are for the documents it checks: open ones
         version = server.workspace.get_text_document(uri).version
         diagnostics = await linter.diagnostics(server.workspace.get_text_document(uri))
@@ -114,6 +115,7 @@ def _code_actions(server: LanguageServer, linter: Linter) -> None:
         if diagnostics is None or document.version != version:
             return []
         target = actions.Target(uri, version, _document_changes(server))
+        linter.creates_files = target.document_changes and _creates_files(server)
         only = params.context.only
         found: list[types.CodeAction] = []
         asked = _asked(params, diagnostics, version)
@@ -141,7 +143,7 @@ def _code_actions(server: LanguageServer, linter: Linter) -> None:
         """Fix-all's edit, for the version it was offered for (none once the document has
         changed: the client then applies nothing)."""
         uri, version = actions.unresolved(action)
-        if uri is None or uri not in server.workspace.text_documents:
+        if uri is None or not is_open(server.workspace, uri):
             return action
         document = server.workspace.get_text_document(uri)
         if document.version != version:
@@ -165,13 +167,22 @@ def _asked(params: types.CodeActionParams, diagnostics: list[types.Diagnostic],
             if overlaps(d.range, params.range) or (d.code, _range_key(d.range)) in sent]
 
 
-def _fix_all(fixed: str | None, text: str, encoding: str, target: actions.Target,
+def _fix_all(fixed: FixedBuffer | None, text: str, encoding: str, target: actions.Target,
              ) -> list[types.CodeAction]:
     if fixed is None:
         return []
-    lines = split_lines(text)
-    whole = types.Range(start=types.Position(line=0, character=0), end=end_of(lines, encoding))
-    return [actions.fix_all(types.TextEdit(range=whole, new_text=fixed), target)]
+    edit = types.TextEdit(range=_whole(text, encoding), new_text=fixed.text)
+    helper = fixed.helper
+    if helper is None:
+        return [actions.fix_all(edit, target)]
+    replaced = types.TextEdit(range=_whole(helper.before or "", encoding), new_text=helper.after)
+    return [actions.fix_all(edit, target, helper.path.as_uri(), replaced,
+                            create=helper.before is None)]
+
+
+def _whole(text: str, encoding: str) -> types.Range:
+    return types.Range(start=types.Position(line=0, character=0),
+                       end=end_of(split_lines(text), encoding))
 
 
 def _rows(ranges: list[types.Range]) -> frozenset[int]:
@@ -192,6 +203,14 @@ def _watches_files(server: LanguageServer) -> bool:
     workspace = server.client_capabilities.workspace
     watched = workspace.did_change_watched_files if workspace else None
     return bool(watched and watched.dynamic_registration)
+
+
+def _creates_files(server: LanguageServer) -> bool:
+    """Whether the client's workspace edits may create a file (resource operations)."""
+    workspace = server.client_capabilities.workspace
+    edit = workspace.workspace_edit if workspace else None
+    operations = edit.resource_operations if edit else None
+    return bool(operations and types.ResourceOperationKind.Create in operations)
 
 
 def _document_changes(server: LanguageServer) -> bool:

@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
+from pygls.workspace import TextDocument, Workspace
 
 from cudalint.config import ConfigError
 from cudalint.engine.lint.python import BOM
@@ -74,7 +75,10 @@ class Linter:
         self._diagnostics: Results[Diagnostics] = Results()
         self._actionable: Results[Actionable] = Results()
         self._action_rows: dict[str, tuple[int | None, Rows | None]] = {}  # asked, by version
-        self._fixed: Results[str | None] = Results()
+        self._fixed: Results[checker.FixedBuffer | None] = Results()
+        # Whether the client creates files in a workspace edit (fix-all then writes the
+        # project's helper as `cudalint check --fix` does): set from its capabilities.
+        self.creates_files = False
         # Each open document's unit findings and published diagnostics: the worker's only.
         self._units: dict[str, UnitCache] = {}
         self._published: dict[str, Published] = {}
@@ -107,8 +111,10 @@ class Linter:
         self._ask(CHECK, self._snapshot(document), delay)
 
     def changed_all(self) -> None:
-        for uri in list(self.server.workspace.text_documents):
-            self.changed(uri)
+        # each document's own URI: the workspace's keys are unquoted (pygls), and a client
+        # knows a document only by the URI it sent (`Mes%20projets`)
+        for document in list(self.server.workspace.text_documents.values()):
+            self.changed(document.uri)
 
     async def diagnostics(self, document: TextDocument) -> Diagnostics | None:
         """The diagnostics of the document's current version; None when a newer version came
@@ -141,8 +147,9 @@ class Linter:
                 return found[0][1]
         return None
 
-    async def fixed_text(self, document: TextDocument) -> tuple[str | None] | None:
-        """`(text,)`: the current version with every safe fix applied (text None: nothing to
+    async def fixed_text(self, document: TextDocument,
+                         ) -> tuple[checker.FixedBuffer | None] | None:
+        """`(fixed,)`: the current version with every safe fix applied (None: nothing to
         fix); None when a newer version came meanwhile."""
         return await self._result(FIX, self._fixed, document)
 
@@ -232,10 +239,11 @@ class Linter:
             return  # made under a configuration since replaced, which re-checks
         if self._asked.get((what, uri)) == (version, snapshot.generation):
             del self._asked[what, uri]
-        if uri not in self.server.workspace.text_documents:
+        if not is_open(self.server.workspace, uri):
             return  # closed meanwhile
         if what == FIX:
-            self._fixed.put(uri, version, result if isinstance(result, str) else None)
+            fixed = result if isinstance(result, checker.FixedBuffer) else None
+            self._fixed.put(uri, version, fixed)
             return
         diagnostics: Diagnostics = result if isinstance(result, list) else []
         if what == ACTIONS:
@@ -310,12 +318,13 @@ class Linter:
             return None
         return units.reparser.statements(checker.encode(snapshot.text).removeprefix(BOM))
 
-    def _fix(self, snapshot: Snapshot) -> str | None:
+    def _fix(self, snapshot: Snapshot) -> checker.FixedBuffer | None:
         if snapshot.kind is not FileKind.PYTHON:
             return None
         try:
             project = self.projects.for_path(snapshot.path, snapshot.roots)
-            return checker.fix_text(snapshot.path, snapshot.text, project)
+            return checker.fix_text(snapshot.path, snapshot.text, project,
+                                    create_helper=self.creates_files)
         except ConfigError:
             return None
         except Exception:  # a rule's bug costs fix-all, not the other actions
@@ -342,3 +351,10 @@ def _covers(known: Rows | None, rows: Rows | None) -> bool:
 
 def _union(first: Rows | None, second: Rows | None) -> Rows | None:
     return None if first is None or second is None else first | second
+
+
+def is_open(workspace: Workspace, uri: str) -> bool:
+    """Whether the client has `uri` open. pygls keys its documents by the unquoted URI, so a
+    path with a space or an accent (`file:///home/me/Mes%20projets/x.py`) is looked up as
+    pygls stored it."""
+    return unquote(uri) in workspace.text_documents
