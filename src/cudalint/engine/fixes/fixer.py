@@ -11,7 +11,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from cudalint.engine.first_pass.sparse import text_lines
-from cudalint.engine.fixes import imports
+from cudalint.engine.fixes import imports, local_imports
 from cudalint.engine.fixes.imports import Layout, Needs
 from cudalint.engine.report import NodeFix
 from cudalint.finding import Edit, Position
@@ -65,6 +65,8 @@ def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings
     is False: then `needs` says what is missing) and the imports it emptied removed."""
     replacements = {id(fix.target): fix.replacement for fix in fixes}
     replaced = module.visit(_Replace(replacements))
+    if remove_unused:
+        replaced = local_imports.without_emptied_imports(module, replaced)
     wanted = imports.missing(replaced, needs_of(fixes), settings.helper_module)
     layout = Layout(replaced)
     edits: list[imports.LineEdit] = []
