@@ -34,3 +34,36 @@ def _outcome(function, folder):
         return function(folder)
     except RuntimeError as error:  # a loop of links: resolve() raises it
         return type(error)
+
+
+def _package(folder: Path, code: str = "") -> Path:
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    (folder / "m.py").write_text(code)
+    return folder / "m.py"
+
+
+def test_a_project_inside_the_run_is_its_own_root(tmp_path):
+    """`cudalint check --fix fixtures/` from an outer project: a sub-project with its own
+    pyproject.toml places its package's helper in that package."""
+    (tmp_path / "pyproject.toml").write_text("")
+    inner = tmp_path / "examples" / "demo"
+    module = _package(inner / "pkg")
+    (inner / "pyproject.toml").write_text("")
+    place = helper_place.helper_place(module, helper_place.FileKind.PYTHON, tmp_path)
+    assert (place.module, place.path) == ("pkg._device", inner / "pkg" / "_device.py")
+
+
+def test_a_package_below_plain_folders_follows_how_the_project_imports_it(tmp_path):
+    # imported by its own name (a container folder put on the path): its own helper
+    module = _package(tmp_path / "code" / "trainer")
+    (tmp_path / "code" / "run.py").write_text("from trainer.m import f\n")
+    place = helper_place.helper_place(module, helper_place.FileKind.PYTHON, tmp_path)
+    assert place.module == "trainer._device"
+    # imported through the plain folders (PEP 420 namespace): the root's helper
+    other = tmp_path / "other"
+    other.mkdir()
+    module = _package(other / "lab" / "models" / "sampling")
+    (other / "main.py").write_text("import lab.models.sampling.m\n")
+    place = helper_place.helper_place(module, helper_place.FileKind.PYTHON, other)
+    assert (place.module, place.path) == ("_device", other / "_device.py")

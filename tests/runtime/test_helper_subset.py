@@ -93,3 +93,17 @@ def test_a_run_inside_a_package_imports_the_packages_own_helper(tmp_path, capsys
     out = capsys.readouterr().out
     assert "+from mypkg._device import pick_device" in out
     assert "+++ _device.py" in out
+
+
+def test_a_root_with_a_tests_package_still_uses_the_projects_package(tmp_path, capsys,
+                                                                       monkeypatch):
+    for package in ("app", "tests"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\n')
+    (tmp_path / "run.py").write_text("import torch\n\nx = torch.ones(1).cuda()\n")
+    monkeypatch.chdir(tmp_path)
+    main(["check", "--no-cache", "--fix", "run.py"])
+    capsys.readouterr()
+    assert "from app._device import pick_device" in Path("run.py").read_text()
+    assert Path("app/_device.py").is_file() and not Path("tests/_device.py").exists()

@@ -7,18 +7,21 @@ The place follows how each fixed module is really imported, from the project's i
 - a module of a regular package whose top package sits at an import root (or below folders
   that no import can name, `site-packages/`) imports `<top package>._device`
   (`pkg/_device.py`, `src/pkg/_device.py`): it travels with the package, installed or not;
-- a root script, a module under namespace folders (PEP 420: `lab/models/sub/m.py` imported as
-  `lab.models.sub.m`) and a module of a plain folder that the project imports by its dotted
-  name (`field/utils.py` as `field.utils`) import the helper at the root: `<pkg>._device` when
-  the root holds exactly one package, else `_device` (`_device.py` at the root);
+- a root script, a package under namespace folders (PEP 420) that the project imports through
+  them (`lab/models/sub/m.py` as `lab.models.sub.m`) and a module of a plain folder that the
+  project imports by its dotted name (`field/utils.py` as `field.utils`) import the helper at
+  the root: `<pkg>._device` when the root holds exactly one package (besides `tests/` and the
+  like), else `_device` (`_device.py` at the root);
 - anything else has no import that is sure to resolve: a notebook (its kernel may run
   anywhere), a script in a subfolder (`python tools/train.py` puts `tools/` first on sys.path),
   a file loaded by path (`configs/*.py`), a file outside the project. Its fixes carry the
   helper inline (`INLINE_MODULE`, cudalint.runtime.helper.inline_block).
 
-The answer depends on the project's tree, never on which files a run was given, so fixing one
-file writes what fixing the whole tree writes for it. `helper = "..."` in [tool.cudalint] names
-another module (`"cudalint.device"` to depend on cudalint instead).
+The root is the nearest folder with a pyproject.toml or a .git at or above the file, within
+the run's project. The answer depends on the project's tree, never on which files a run was
+given, so fixing one file writes what fixing the whole tree writes for it.
+`helper = "..."` in [tool.cudalint] names another module (`"cudalint.device"` to depend on
+cudalint instead).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from cudalint.config import DEFAULT_MAX_FILE_SIZE
+from cudalint.config import DEFAULT_MAX_FILE_SIZE, find_project_root
 from cudalint.engine.reading.reader import ReadError, read_regular
 from cudalint.engine.settings import INLINE_MODULE
 from cudalint.kinds import FileKind
@@ -81,17 +84,22 @@ def _folder_place(folder: str, root: str, fixing: bool) -> HelperPlace:
 def _place(folder: Path, root: Path, fixing: bool) -> HelperPlace:
     if folder != root and root not in folder.parents:
         return INLINE  # outside the project
+    inner = find_project_root(folder)  # a project of its own inside (its pyproject, .git)
+    if inner is not None and root in inner.parents:
+        root = inner
     top = _top_package(folder)
     if top is not None and (top.parent in (root, root / "src") or root not in top.parents):
         return _in(top, f"{top.name}.")  # (the run is inside the package: its root is above)
     if top is None and folder == root / "src":
         return _in(folder, "")  # a module of a src layout: `src/` is its import root
     if top is not None:
-        # Under namespace folders (`lab/models/` without `__init__.py`): imported by its
-        # dotted name from the root. Under folders no import names (`site-packages/`, `Mes
-        # projets/`): its own parent is what puts it on the path.
-        return _root_place(root) if _dotted(top.parent, root) is not None \
-            else _in(top, f"{top.name}.")
+        # Under namespace folders (`lab/models/` without `__init__.py`) that the project
+        # imports it through (`lab.models.sampling.m`): imported from the root. Otherwise
+        # (`site-packages/`, `Mes projets/`, a folder no import names) its own parent is what
+        # puts it on the path.
+        if fixing and _through_namespace(top, root):
+            return _root_place(root)
+        return _in(top, f"{top.name}.")
     if folder == root or not fixing or _imported_by_name(folder, root):
         return _root_place(root)
     return INLINE
@@ -107,7 +115,7 @@ def _root_place(root: Path) -> HelperPlace:
     """The helper of the modules imported from the root: in the root's one package, else
     beside them."""
     packages = [child for child in _children(root) if (child / "__init__.py").is_file()
-                and child.name.isidentifier()]
+                and child.name.isidentifier() and child.name not in _NOT_THE_PROJECT]
     if len(packages) == 1:
         return _in(packages[0], f"{packages[0].name}.")
     return _in(root, "")
@@ -121,11 +129,27 @@ def _children(folder: Path) -> list[Path]:
         return []
 
 
+# Packages beside the project's own that its root scripts would not import the helper from.
+_NOT_THE_PROJECT = frozenset({"tests", "test", "testing", "docs", "doc", "examples",
+                              "benchmarks", "scripts"})
 # Folders a project's own code does not live in.
 _NOT_SOURCE = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build",
                          "dist"})
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([A-Za-z_][\w.]*)[ \t]+import|import[ \t]+"
                      r"([A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*))", re.MULTILINE)
+
+
+def _through_namespace(top: Path, root: Path) -> bool:
+    """Whether the package `top`, below plain folders of `root`, is imported through them
+    (`lab.models.sampling`): so the project imports it; where it imports it by its own name
+    (`sampling.x`: its folder is put on the path) it is not; with neither, it is where every
+    folder above it is a name an import could spell (`ns/sub/m.py`, run as `import ns.sub.m`)."""
+    if _dotted(top.parent, root) is None:
+        return False  # `site-packages/`, `Mes projets/`: no import names them
+    if _imported_by_name(top, root):
+        return True
+    own = top.name
+    return not any(name == own or name.startswith(own + ".") for name in _imported(root))
 
 
 def _imported_by_name(folder: Path, root: Path) -> bool:
