@@ -21,9 +21,9 @@ class Settings(Record):
     """The parts of the configuration a rule may read (a mutable record)."""
 
     __slots__ = ("extension_modules", "first_party", "helper_file", "helper_module",
-                 "own_cuda_method", "target_torch")
+                 "own_cuda_method", "target_torch", "torch_stated")
     FIELDS = ("helper_module", "target_torch", "first_party", "extension_modules",
-              "own_cuda_method", "helper_file")
+              "own_cuda_method", "helper_file", "torch_stated")
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(
@@ -34,6 +34,7 @@ class Settings(Record):
         extension_modules: frozenset[str] = frozenset(),
         own_cuda_method: bool = False,
         helper_file: Path | None = None,
+        torch_stated: bool = True,
     ) -> None:
         self.helper_module = helper_module
         self.target_torch = target_torch
@@ -45,6 +46,9 @@ class Settings(Record):
         self.own_cuda_method = own_cuda_method
         # Where the helper module's file goes when the run writes it (the standalone helper).
         self.helper_file = helper_file
+        # Whether the project (or `target-torch`) states `target_torch`; False: assumed
+        # (DEFAULT_TARGET_TORCH), and a fix that needs a given torch is unsafe.
+        self.torch_stated = torch_stated
 
 
 class SetupFacts(Record):

@@ -122,22 +122,40 @@ def test_fixed_amp_training_runs_on_cpu(tmp_path):
     assert again == after
 
 
+SAFE, UNSAFE = Applicability.SAFE, Applicability.UNSAFE
+AMP_SOURCE = ("import torch\ns = torch.cuda.amp.GradScaler()\n"
+              "f = torch.cuda.amp.custom_fwd(fn)\nwith torch.cuda.amp.autocast():\n    pass\n"
+              "with torch.autocast('cuda', enabled=False):\n    pass\n")
+
+
 @pytest.mark.parametrize(
-    ("target", "scaler", "custom_fwd"),
+    ("target", "scaler", "custom_fwd", "autocast"),
     [
-        ("2.2", None, None),  # no torch.amp.GradScaler, no torch.amp.custom_fwd yet
-        ("2.3", Applicability.UNSAFE, None),  # GradScaler: MPS cannot unscale before 2.8
-        ("2.6", Applicability.UNSAFE, Applicability.SAFE),
-        ("2.8", Applicability.SAFE, Applicability.SAFE),
+        ("2.2", None, None, UNSAFE),  # no torch.amp.GradScaler, no torch.amp.custom_fwd yet
+        ("2.3", UNSAFE, None, UNSAFE),  # GradScaler: MPS cannot unscale before 2.8
+        ("2.4", UNSAFE, UNSAFE, UNSAFE),  # no autocast on MPS before 2.5: raises on 'mps'
+        ("2.6", UNSAFE, SAFE, SAFE),
+        ("2.8", SAFE, SAFE, SAFE),
     ],
 )
-def test_fixes_follow_the_target_torch(tmp_path, target, scaler, custom_fwd):
-    source = ("import torch\ns = torch.cuda.amp.GradScaler()\n"
-              "f = torch.cuda.amp.custom_fwd(fn)\nwith torch.cuda.amp.autocast():\n    pass\n")
+def test_fixes_follow_the_target_torch(tmp_path, target, scaler, custom_fwd, autocast):
     config = Config(root=tmp_path, target_torch=target)
-    report, _ = run_on(tmp_path, source, codes=["CUD106"], config=config)
+    report, _ = run_on(tmp_path, AMP_SOURCE, codes=["CUD106"], config=config)
     fixes = {f.location.row: f.fix.applicability if f.fix else None for f in report.findings}
-    assert fixes == {2: scaler, 3: custom_fwd, 4: Applicability.SAFE}
+    assert fixes == {2: scaler, 3: custom_fwd, 4: autocast, 6: autocast}
+
+
+def test_with_no_torch_floor_stated_every_fix_that_needs_a_torch_is_unsafe(tmp_path):
+    """The project names no torch with a lower bound and sets no target-torch: the Mac's
+    torch may predate MPS autocast (`torch>=2.0` projects raise at import there)."""
+    (tmp_path / "requirements.txt").write_text("torch\nnumpy>=1.24\n")
+    report, _ = run_on(tmp_path, AMP_SOURCE, codes=["CUD106"], config=Config(root=tmp_path))
+    fixes = {f.location.row: f.fix.applicability for f in report.findings if f.fix}
+    assert fixes == {2: UNSAFE, 3: UNSAFE, 4: UNSAFE, 6: UNSAFE}
+    (tmp_path / "requirements.txt").write_text("torch>=2.6\n")
+    report, _ = run_on(tmp_path, AMP_SOURCE, codes=["CUD106"], config=Config(root=tmp_path))
+    assert {f.location.row: f.fix.applicability for f in report.findings if f.fix} \
+        == {2: UNSAFE, 3: SAFE, 4: SAFE, 6: SAFE}
 
 
 def test_unfixable_and_silent_forms(tmp_path):

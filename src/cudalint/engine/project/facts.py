@@ -20,20 +20,22 @@ from cudalint.record import Record
 
 def settings_for(config: Config) -> Settings:
     setup = setup_facts(config.root)
+    stated = stated_torch(config, setup)
     return Settings(
         helper_module=config.helper or HELPER_MODULE_DEFAULT,
-        target_torch=target_torch(config, setup),
+        target_torch=stated or parse_version(DEFAULT_TARGET_TORCH),
+        torch_stated=stated is not None,
         first_party=(frozenset(config.known_first_party) | first_party_packages(config.root)
                      | setup.packages | pyproject_names(config.root)),
         extension_modules=setup.cuda_extensions,
     )
 
 
-def target_torch(config: Config, setup: SetupFacts) -> tuple[int, int]:
+def stated_torch(config: Config, setup: SetupFacts) -> tuple[int, int] | None:
     """The torch the fixes must work on: the `target-torch` setting, else the oldest torch the
-    project's files allow, else DEFAULT_TARGET_TORCH (never the installed torch)."""
-    return (config.target_torch_tuple or torch_floor(config.root, setup)
-            or parse_version(DEFAULT_TARGET_TORCH))
+    project's files allow; None where neither says (the run assumes DEFAULT_TARGET_TORCH,
+    never the installed torch)."""
+    return config.target_torch_tuple or torch_floor(config.root, setup)
 
 
 # A `cuda` method's header, from its `def` (a pattern starting with a literal: `re` finds its

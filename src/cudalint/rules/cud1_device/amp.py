@@ -65,10 +65,24 @@ class CudaOnlyMixedPrecision(ApiUseRule):
     `torch.autocast("cuda", args...)` (its positional arguments become keywords), and the same
     holds for `GradScaler` (`torch.amp.GradScaler`, torch >= 2.3) and `custom_fwd`/`custom_bwd`
     (`torch.amp.custom_fwd(device_type=...)`, torch >= 2.4); `pick_device().type` is `"cuda"`
-    wherever CUDA is available. Against an older target torch (`target-torch`) there is no fix;
-    the `GradScaler` fix is unsafe against torch < 2.8, whose MPS backend cannot unscale
-    gradients. A bare `@torch.cuda.amp.autocast` decorator (a bug: it needs parentheses) and
-    uses that are not calls are reported without a fix.
+    wherever CUDA is available. Against an older target torch (`target-torch`) there is no fix.
+    Each fix is safe only from the first torch whose API takes the device type `"mps"`, since
+    older releases raise `unsupported autocast device_type 'mps'` (at import, for a decorator):
+    autocast and `custom_fwd`/`custom_bwd` from torch 2.5, `GradScaler` from 2.8 (the first
+    whose MPS backend unscales gradients); against an older target torch it is unsafe, and so
+    it is where the project states no torch floor (no `torch` requirement with a lower bound
+    and no `target-torch`: cudalint cannot know the Mac's torch). The same holds for
+    `torch.autocast("cuda")` -> `torch.autocast(pick_device().type)`.
+
+    | fix (to the portable API, `pick_device().type`) | needs torch | safe from torch |
+    | --- | --- | --- |
+    | `torch.cuda.amp.autocast` | 1.10 | 2.5 |
+    | `torch.cuda.amp.GradScaler` | 2.3 | 2.8 |
+    | `torch.cuda.amp.custom_fwd`, `custom_bwd` | 2.4 | 2.5 |
+    | `"cuda"` as the device type of `torch.autocast`, `torch.amp.*` | - | 2.5 (2.8) |
+
+    A bare `@torch.cuda.amp.autocast` decorator (a bug: it needs parentheses) and uses that are
+    not calls are reported without a fix.
     """
 
     code = "CUD106"
@@ -215,7 +229,8 @@ class CudaOnlyMixedPrecision(ApiUseRule):
         fix = None
         if self.ctx.helper_available("pick_device"):
             fix = NodeFix(arg.value, pick_device_type(self.ctx),
-                          "Replace with `pick_device().type`", helpers=("pick_device",))
+                          "Replace with `pick_device().type`", self._safe_from(where),
+                          helpers=("pick_device",))
         self.report(arg if arg.keyword is not None else arg.value, _LITERAL_MESSAGE, fix=fix)
 
     # -- torch.cuda.amp.* ----------------------------------------------------------------
@@ -253,10 +268,19 @@ class CudaOnlyMixedPrecision(ApiUseRule):
                        applicability, helpers=("pick_device",), imports=imports)
 
     def _applicability(self, api: CudaApi) -> Applicability | None:
-        target = self.ctx.settings.target_torch
-        if target < api.min_torch:
+        if self.ctx.settings.target_torch < api.min_torch:
             return None
-        return Applicability.SAFE if target >= api.safe_from_torch else Applicability.UNSAFE
+        return self._safe_from(api)
+
+    def _safe_from(self, needs: CudaApi | DeviceTypeArgument) -> Applicability:
+        """Safe where the project states a torch at least `needs.safe_from_torch` (the first
+        that takes the device type "mps"); unsafe where it states an older one, and wherever
+        it states none (the fix needs a torch the project may not have)."""
+        settings = self.ctx.settings
+        if needs.safe_from_torch == (0, 0) or (settings.torch_stated
+                                               and settings.target_torch >= needs.safe_from_torch):
+            return Applicability.SAFE
+        return Applicability.UNSAFE
 
 
 def _portable_args(args: Sequence[cst.Arg], api: CudaApi,

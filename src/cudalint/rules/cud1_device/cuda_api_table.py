@@ -49,6 +49,9 @@ class DeviceTypeArgument:
 
     position: int | None
     keyword: str | None
+    # The first torch whose API takes the device type "mps" (older ones raise `unsupported
+    # autocast device_type 'mps'`): a fix passing `pick_device().type` is safe from there.
+    safe_from_torch: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ def table() -> Table:
         apis={name: _api(name, entry) for name, entry in data["api"].items()},
         aliases=dict(data.get("alias", {})),
         device_type_arguments={
-            name: DeviceTypeArgument(entry.get("position"), entry.get("keyword"))
+            name: DeviceTypeArgument(entry.get("position"), entry.get("keyword"),
+                                     _version(entry.get("safe_from_torch", "0.0")))
             for name, entry in data.get("device_type_argument", {}).items()
         },
     )
