@@ -191,6 +191,7 @@ def test_a_package_gets_the_helper_inside_and_runs_without_cudalint(chdir_tmp, c
     main(["check", "--fix", "."])
     out = capsys.readouterr().out
     assert "Wrote the device helper pkg/_device.py" in out
+    assert "(standalone: needs only torch): pkg/models/net.py, pkg/train.py." in out  # who
     assert 'helper = "cudalint.device"' in out  # how to change it
     assert "from pkg._device import pick_device\n" in (package / "train.py").read_text()
     assert "from pkg._device import pick_device\n" in (package / "models" / "net.py").read_text()

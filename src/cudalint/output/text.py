@@ -129,13 +129,17 @@ def render_fixes(reports: Sequence[FileReport], out: Printer) -> None:
 
 def render_helpers(reports: Sequence[FileReport], out: Printer, *, diff: bool) -> None:
     """Where the standalone device helper the fixed files import went, and how to change it."""
-    helpers = sorted({r.helper for r in reports if r.helper is not None
-                      and (r.helper_written or (diff and not r.helper.exists()))})
-    for helper in helpers:
+    importers: dict[Path, list[Path]] = {}
+    for r in reports:
+        if r.helper is not None and (r.helper_written or (diff and not r.helper.exists())):
+            importers.setdefault(r.helper, []).append(r.path)
+    for helper, paths in sorted(importers.items()):
         verb = "Would write" if diff else "Wrote"
+        shown = [_shown(path) for path in sorted(paths)]
+        listed = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
         out.print(f"{verb} the device helper {_shown(helper)}, which the fixed files import "
-                  "(standalone: needs only torch). To import another module instead, set "
-                  '`helper = "<module>"` in [tool.cudalint], e.g. `helper = '
+                  f"(standalone: needs only torch): {listed}. To import another module "
+                  'instead, set `helper = "<module>"` in [tool.cudalint], e.g. `helper = '
                   '"cudalint.device"` to depend on cudalint.')
 
 
