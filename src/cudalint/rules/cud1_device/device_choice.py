@@ -135,6 +135,37 @@ def inside_choice(ctx: PythonContext) -> bool:
     return any(choice_of(ctx, node) is not None for node in ctx.ancestors()[:8])
 
 
+def in_cuda_branch_of_cpu_choice(ctx: PythonContext) -> bool:
+    """Whether the node being visited is in the CUDA branch of a choice whose other way picks
+    the CPU: `if torch.cuda.is_available(): return torch.device("cuda:0")` followed by
+    `return torch.device("cpu")`, or an `else:` that does (with more statements than CUD103's
+    plain assignments). Rewriting the CUDA branch alone changes nothing off CUDA: the choice
+    must be rewritten whole."""
+    stack = ctx.stack
+    for index in range(len(stack) - 2, -1, -1):
+        node = stack[index]
+        if not isinstance(node, cst.If) or stack[index + 1] is not node.body \
+                or not is_cuda_probe(ctx, node.test):
+            continue
+        other: list[cst.CSTNode] = [node.orelse] if node.orelse is not None else []
+        parent = stack[index - 1] if index else None
+        if _exits(node.body) and isinstance(parent, (cst.IndentedBlock, cst.Module)):
+            siblings = list(parent.body)
+            other += siblings[siblings.index(node) + 1:] if node in siblings else []
+        return any(isinstance(s, cst.SimpleString) and s.evaluated_value == "cpu"
+                   for part in other for s in find_all(part, (cst.SimpleString,)))
+    return False
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """A block whose last statement returns or raises."""
+    if not isinstance(block, cst.IndentedBlock) or not block.body:
+        return False
+    last = block.body[-1]
+    return isinstance(last, cst.SimpleStatementLine) \
+        and isinstance(last.body[-1], (cst.Return, cst.Raise))
+
+
 class CudaOrCpuChoice(PythonRule):
     """
     ## What it does

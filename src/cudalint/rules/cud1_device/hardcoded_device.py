@@ -8,7 +8,7 @@ from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.walk.context import PythonContext
 from cudalint.engine.walk.guards import names_a_device
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.cud1_device.device_choice import inside_choice
+from cudalint.rules.cud1_device.device_choice import in_cuda_branch_of_cpu_choice, inside_choice
 from cudalint.rules.cud1_device.device_strings import (
     DeviceString,
     cuda_device_expr,
@@ -58,7 +58,11 @@ class HardcodedCudaDevice(TracksAssignments):
     ## Fix safety
     Safe: `pick_device()` returns CUDA (with the same index) wherever CUDA is available. The
     fix keeps the expression's type: a string stays a string (`str(pick_device())`), a
-    `torch.device(...)` becomes `pick_device(...)`.
+    `torch.device(...)` becomes `pick_device(...)`. In the CUDA branch of a choice whose other
+    way picks the CPU (`if torch.cuda.is_available(): return torch.device("cuda:0")` then
+    `return torch.device("cpu")`) there is no fix: that branch never runs on a Mac, so the
+    whole choice must become `pick_device()` (CUD103 rewrites the plain `if`/`else`
+    assignment and the conditional expression itself).
     """
 
     code = "CUD101"
@@ -124,6 +128,14 @@ class HardcodedCudaDevice(TracksAssignments):
             "parser.add_argument('--device', default='cuda')\n",
             "from cudalint.device import pick_device\n\n"
             "parser.add_argument('--device', default=str(pick_device()))\n",
+        ),
+        Invalid(  # the Mac would still get the CPU: reported for a rewrite by hand
+            "import torch\n\ndef dev(rank):\n    if torch.cuda.is_available():\n"
+            "        return torch.device(f'cuda:{rank % 8}')\n    return torch.device('cpu')\n",
+        ),
+        Invalid(
+            "import torch\n\nif torch.cuda.is_available():\n    print('on the GPU')\n"
+            "    device = 'cuda:0'\nelse:\n    device = 'cpu'\n",
         ),
         Invalid(
             "def train(model, device='cuda'):\n    pass\n",
@@ -260,11 +272,16 @@ class HardcodedCudaDevice(TracksAssignments):
         index = index if target is not device.node else device.index
         shown = self.ctx.module.code_for_node(device.node)
         fix = None
-        if self.ctx.helper_available("pick_device"):
+        message = f"Hard-coded CUDA device {shown}"
+        if in_cuda_branch_of_cpu_choice(self.ctx):
+            # the branch runs only with CUDA: a fix here would change nothing off CUDA
+            message += (" in the CUDA branch of a CUDA-or-CPU choice: rewrite the whole "
+                        "choice as `pick_device()` so that a Mac gets MPS")
+        elif self.ctx.helper_available("pick_device"):
             replacement = device_replacement(self.ctx, index, as_device=as_device)
             fix = NodeFix(target, replacement, f"Replace with `{_code(self, replacement)}`",
                           helpers=("pick_device",))
-        self.report(device.node, f"Hard-coded CUDA device {shown}", fix=fix)
+        self.report(device.node, message, fix=fix)
         return True
 
 
