@@ -96,12 +96,39 @@ def _ruff(folder: Path) -> set[tuple[str, str]]:
     return {(Path(f["filename"]).name, f["code"]) for f in json.loads(result.stdout)}
 
 
+FIXTURE_PROJECTS = ("research_repo", "research_repo2", "report/dual_track", "report/ready",
+                    "report/refused", *(f"layouts/{p.name}" for p in sorted(
+                        (DEMO.parent / "layouts").iterdir()) if p.is_dir()))
+
+
 def test_fixed_fixtures_have_no_new_unused_or_misplaced_imports(tmp_path, demo, capsys):
-    research = tmp_path / "research_repo"
-    shutil.copytree(DEMO.parent / "research_repo", research)
-    for folder in (demo, research):
+    """Every fixture project, function-local imports included (fixtures/layouts)."""
+    copies = [demo]
+    for name in FIXTURE_PROJECTS:
+        copies.append(tmp_path / name)
+        shutil.copytree(DEMO.parent / name, copies[-1])
+    assert len(copies) > 8
+    for folder in copies:
         before = _ruff(folder)
         main(["check", "--fix", "--unsafe-fixes", str(folder)])
         after = _ruff(folder)
         assert after <= before, after - before
     capsys.readouterr()
+
+
+def test_the_demo_helper_holds_only_what_the_fixes_import_and_stays_put(demo, capsys):
+    from cudalint.engine.checkers.job import imported_helpers
+    from cudalint.runtime.helper import helper_module_text, known_helpers, module_names
+
+    main(["check", "--fix", str(demo)])
+    capsys.readouterr()
+    imported = frozenset().union(*(imported_helpers(p.read_text(), "_device")
+                                   for p in demo.rglob("*.py") if p.name != "_device.py"))
+    helper = (demo / "_device.py").read_text()
+    assert imported and module_names(helper) == imported
+    assert helper == helper_module_text(imported)
+    assert module_names(helper) < known_helpers()  # not the whole helper
+    before = _digest(demo)
+    main(["check", "--fix", str(demo)])
+    capsys.readouterr()
+    assert _digest(demo) == before  # a second --fix: byte-identical, helper included
