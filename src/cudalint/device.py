@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 ENV_VAR = "CUDALINT_DEVICE"
+_NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
 
 
 def pick_device(device: int | str | torch.device | None = None) -> torch.device:
@@ -134,7 +135,7 @@ def _auto_device_type(*, include_cuda: bool) -> str:
     """The best device type here; CUDA is tried first so that a CUDA machine keeps CUDA."""
     import torch
 
-    if include_cuda and torch.cuda.is_available():
+    if include_cuda and _cuda_available():
         return "cuda"
     if torch.backends.mps.is_built() and torch.backends.mps.is_available():
         return "mps"
@@ -142,6 +143,24 @@ def _auto_device_type(*, include_cuda: bool) -> str:
     if other is not None and other != "cuda":
         return other
     return "cpu"
+
+
+def _cuda_available() -> bool:
+    """`torch.cuda.is_available()`, asked through NVML while CUDA is not initialised (torch's
+    PYTORCH_NVML_BASED_CUDA_CHECK=1), so that choosing a device initialises nothing, like the
+    `"cuda"` it replaces: a process forked afterwards can still use CUDA, and a
+    CUDA_VISIBLE_DEVICES set afterwards still applies. `pick_device()` may thus run when a
+    module is imported (a device constant, a default argument). Where NVML cannot answer,
+    torch asks the CUDA runtime; a PYTORCH_NVML_BASED_CUDA_CHECK the user set is kept."""
+    import torch
+
+    if _NVML_CHECK in os.environ or torch.cuda.is_initialized():
+        return torch.cuda.is_available()
+    os.environ[_NVML_CHECK] = "1"
+    try:
+        return torch.cuda.is_available()
+    finally:
+        os.environ.pop(_NVML_CHECK, None)
 
 
 def _other_accelerator() -> str | None:

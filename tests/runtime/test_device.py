@@ -18,6 +18,7 @@ from cudalint import device as dev
 from cudalint.runtime.helper import HelperExistsError, helper_source, write_helper
 
 REAL_CUDA = torch.cuda.is_available()
+TORCH_IS_AVAILABLE = torch.cuda.is_available  # torch's own, before any test patches it
 
 
 @pytest.fixture(autouse=True)
@@ -302,6 +303,59 @@ def test_cpu_event_refuses_like_cuda() -> None:
         untimed.elapsed_time(timed)
     with pytest.raises(RuntimeError, match="must be recorded"):
         timed.elapsed_time(dev.Event(enable_timing=True))
+
+
+# --- choosing a device initialises nothing ---------------------------------------------------
+# torch 2.13's own is_available() on an emulated CUDA build: NVML counts two GPUs, and asking
+# the CUDA runtime (cudaGetDeviceCount, which runs cuInit) is recorded.
+
+@pytest.fixture
+def cuda_build(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    runtime: list[str] = []
+
+    def get_device_count() -> int:
+        runtime.append("cudaGetDeviceCount")
+        return 2
+
+    monkeypatch.setattr(torch.cuda, "is_available", TORCH_IS_AVAILABLE)
+    monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.cuda, "_device_count_nvml", lambda: 2)
+    monkeypatch.setattr(torch._C, "_cuda_getDeviceCount", get_device_count, raising=False)
+    monkeypatch.delenv("PYTORCH_NVML_BASED_CUDA_CHECK", raising=False)
+    return runtime
+
+
+def test_choosing_cuda_asks_nvml_not_the_cuda_runtime(cuda_build: list[str]) -> None:
+    assert TORCH_IS_AVAILABLE() and cuda_build == ["cudaGetDeviceCount"]  # torch's default
+    cuda_build.clear()
+    assert dev.pick_device() == torch.device("cuda")
+    assert dev.pick_device("cuda:1") == torch.device("cuda", 1)
+    assert cuda_build == [], "choosing the device initialised CUDA"
+    assert "PYTORCH_NVML_BASED_CUDA_CHECK" not in os.environ
+
+
+def test_no_gpu_seen_by_nvml_is_no_cuda(cuda_build: list[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "_device_count_nvml", lambda: 0)
+    assert dev.pick_device() == torch.device("cpu")
+    assert cuda_build == []
+
+
+@pytest.mark.parametrize("setting", ["0", "1"])
+def test_a_user_nvml_setting_is_kept(cuda_build: list[str], monkeypatch: pytest.MonkeyPatch,
+                                     setting: str) -> None:
+    monkeypatch.setenv("PYTORCH_NVML_BASED_CUDA_CHECK", setting)
+    assert dev.pick_device() == torch.device("cuda")
+    assert cuda_build == ([] if setting == "1" else ["cudaGetDeviceCount"])
+    assert os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] == setting
+
+
+def test_once_cuda_is_initialised_torch_answers_as_usual(
+        cuda_build: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert dev.pick_device() == torch.device("cuda")
+    assert cuda_build == ["cudaGetDeviceCount"]
 
 
 # --- standalone, and copied verbatim ---------------------------------------------------------

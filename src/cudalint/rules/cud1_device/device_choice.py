@@ -196,7 +196,11 @@ class CudaOrCpuChoice(PythonRule):
     Safe when the test is exactly `torch.cuda.is_available()`: `pick_device()` returns CUDA
     wherever CUDA is available. A `str` choice stays a `str` (`str(pick_device())`). A test
     that also reads a user's flag (`args.cuda and torch.cuda.is_available()`) has no fix,
-    since `pick_device()` would ignore the flag.
+    since `pick_device()` would ignore the flag. `pick_device()` asks NVML rather than the CUDA
+    runtime (see CUD101), which answers as `torch.cuda.is_available()` does except where NVML
+    sees a GPU that the CUDA runtime cannot use (a driver older than the torch build): there
+    the original fell back to the CPU with torch's warning, the fixed code stops at its first
+    CUDA call with torch's error about the driver.
     """
 
     code = "CUD103"

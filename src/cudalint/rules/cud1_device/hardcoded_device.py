@@ -63,6 +63,13 @@ class HardcodedCudaDevice(TracksAssignments):
     `return torch.device("cpu")`) there is no fix: that branch never runs on a Mac, so the
     whole choice must become `pick_device()` (CUD103 rewrites the plain `if`/`else`
     assignment and the conditional expression itself).
+
+    A device constant, a class attribute or a default argument (`def train(device="cuda")`)
+    is computed when the module is imported, and that is harmless: `pick_device()` asks NVML
+    whether CUDA is there (torch's `PYTORCH_NVML_BASED_CUDA_CHECK`) and initialises nothing,
+    like the string it replaces, so a process forked afterwards (DataLoader workers,
+    `multiprocessing`) can still use CUDA and a `CUDA_VISIBLE_DEVICES` set later in `main()`
+    still applies. The default stays a string, so the signature and callers keep working.
     """
 
     code = "CUD101"
