@@ -92,6 +92,14 @@ def test_a_long_chain_is_fixed_in_one_run(chdir_tmp, capsys):
         ({"requirements.txt": "torch>=2.2\n", "environment.yml": "dependencies: [pytorch=2.0]\n"},
          (2, 0)),
         ({"requirements.txt": "numpy\n"}, (2, 6)),  # says nothing: the documented default
+        # A README lowers the assumed torch, never raises it, and names torch, not its kin.
+        ({"README.md": "## Requirements\n- Python 3.8\n- PyTorch 1.7 (CUDA 11.0)\n"}, (1, 7)),
+        ({"README.rst": "Install ``torch>=1.10.0`` and ``torchvision==0.11``.\n"}, (1, 10)),
+        ({"README.md": "Tested with PyTorch version 1.4 and pytorch 2.1.\n"}, (1, 4)),
+        ({"README.md": "Needs PyTorch (>= 1.6).\n"}, (1, 6)),
+        ({"README.md": "torchvision 0.8, pytorch-lightning 1.5, torch.cuda 11.3\n"}, (2, 6)),
+        ({"README.md": "Needs PyTorch 2.8 or later.\n"}, (2, 6)),
+        ({"README.md": "PyTorch 1.7\n", "requirements.txt": "torch>=2.1\n"}, (2, 1)),
     ],
 )
 def test_target_torch_is_the_project_floor(tmp_path, files, floor):
@@ -111,6 +119,38 @@ def test_an_old_floor_gets_no_fix_that_needs_a_newer_torch(chdir_tmp, capsys):
     Path("train.py").write_text("import torch\nscaler = torch.cuda.amp.GradScaler()\n")
     main(["check", "--fix", "--select", "CUD106", "."])
     assert "torch.cuda.amp.GradScaler()" in Path("train.py").read_text()
+
+
+def test_a_readme_floor_never_makes_a_fix_safe(tmp_path):
+    (tmp_path / "README.md").write_text("Needs PyTorch 1.7.\n")
+    settings = project.settings_for(Config(root=tmp_path))
+    assert settings.target_torch == (1, 7) and not settings.torch_stated
+
+
+_AMP = ("import torch\n\ndef step(model, x):\n    scaler = torch.cuda.amp.GradScaler()\n"
+        "    with torch.cuda.amp.autocast():\n        return scaler, model(x)\n")
+
+
+@pytest.mark.parametrize(("files", "kept"), [
+    ({}, ()),  # the assumed 2.6: both fixes, unsafe (no floor stated)
+    # code that needs torch < 2.0 elsewhere in the project: no torch.amp.GradScaler (2.3)
+    ({"compat.py": "try:\n    from torch._six import inf\n"
+                   "except ImportError:\n    from torch import inf\n"},
+     ("torch.cuda.amp.GradScaler()",)),
+    # a README naming torch 1.7: not even torch.autocast (1.10)
+    ({"README.md": "Requirements: PyTorch 1.7\n"},
+     ("torch.cuda.amp.GradScaler()", "torch.cuda.amp.autocast()")),
+    # a stated floor wins over the code's old-torch signal
+    ({"compat.py": "from torch._six import inf\n", "requirements.txt": "torch>=2.8\n"}, ()),
+])
+def test_old_torch_signals_lower_the_assumed_torch(chdir_tmp, files, kept):
+    for name, text in files.items():
+        Path(name).write_text(text)
+    Path("train.py").write_text(_AMP)
+    main(["check", "--fix", "--unsafe-fixes", "--select", "CUD106", "train.py", *files])
+    fixed = Path("train.py").read_text()
+    for call in ("torch.cuda.amp.GradScaler()", "torch.cuda.amp.autocast()"):
+        assert (call in fixed) == (call in kept), fixed
 
 
 def test_fixes_do_not_depend_on_torch_being_installed(chdir_tmp):

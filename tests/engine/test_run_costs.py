@@ -34,7 +34,7 @@ _REFERENCE = re.compile(rb"(?m)^[ \t]+def[ \t]+cuda[ \t]*\(")
     b"",
 ])
 def test_the_cuda_method_scan_agrees_with_the_line_pattern(text):
-    assert project.file_facts(text) == (False, _REFERENCE.search(text) is not None)
+    assert project.file_facts(text)[:2] == (False, _REFERENCE.search(text) is not None)
 
 
 def test_a_file_without_findings_sends_no_text_back(tmp_path):

@@ -11,7 +11,13 @@ from pathlib import Path
 from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version, project_root
 from cudalint.data import toml
 from cudalint.engine.project.helper_place import INLINE, helper_place, is_helper_copy
-from cudalint.engine.project.torch_floor import declares, torch_floor
+from cudalint.engine.project.torch_floor import (
+    OLD_TORCH,
+    OLD_TORCH_SIGNAL,
+    declares,
+    documented_floor,
+    torch_floor,
+)
 from cudalint.engine.reading.reader import ReadError, read_regular, read_text
 from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
 from cudalint.kinds import FileKind
@@ -23,7 +29,7 @@ def settings_for(config: Config) -> Settings:
     stated = stated_torch(config, setup)
     return Settings(
         helper_module=config.helper or HELPER_MODULE_DEFAULT,
-        target_torch=stated or parse_version(DEFAULT_TARGET_TORCH),
+        target_torch=stated or assumed_torch(config.root),
         torch_stated=stated is not None,
         first_party=(frozenset(config.known_first_party) | first_party_packages(config.root)
                      | setup.packages | pyproject_names(config.root)),
@@ -38,6 +44,25 @@ def stated_torch(config: Config, setup: SetupFacts) -> tuple[int, int] | None:
     return config.target_torch_tuple or torch_floor(config.root, setup)
 
 
+def assumed_torch(root: Path) -> tuple[int, int]:
+    """The torch the fixes assume where the project states none: DEFAULT_TARGET_TORCH, or the
+    older torch its README names. The fixes that need a torch are then unsafe
+    (`Settings.torch_stated`), and those that need a newer one are not offered."""
+    default = parse_version(DEFAULT_TARGET_TORCH)
+    return min(default, documented_floor(root) or default)
+
+
+def with_tree(settings: Settings, tree: TreeFacts) -> Settings:
+    """`settings` with what the scan of the project's Python files found: a `cuda` method of
+    its own; code that runs only on a torch older than 2.0 (`torch._six`), which lowers the
+    torch the fixes assume to OLD_TORCH where the project states none."""
+    if tree.own_cuda_method:
+        settings = settings.replace(own_cuda_method=True)
+    if tree.old_torch and not settings.torch_stated:
+        settings = settings.replace(target_torch=min(settings.target_torch, OLD_TORCH))
+    return settings
+
+
 # A `cuda` method's header, from its `def` (a pattern starting with a literal: `re` finds its
 # candidates ten times faster than with `^[ \t]+` before it); compiled on its first use, by
 # re's cache: a run replayed from the cache reads no file.
@@ -47,13 +72,14 @@ _CUDA_DEF = rb"def[ \t]+cuda[ \t]*\("
 class TreeFacts(Record):
     """What one scan of the checked Python files finds."""
 
-    __slots__ = ("helper_copies", "own_cuda_method")
-    FIELDS = ("own_cuda_method", "helper_copies")
+    __slots__ = ("helper_copies", "old_torch", "own_cuda_method")
+    FIELDS = ("own_cuda_method", "helper_copies", "old_torch")
 
     def __init__(self, own_cuda_method: bool = False,
-                 helper_copies: frozenset[Path] = frozenset()) -> None:
+                 helper_copies: frozenset[Path] = frozenset(), old_torch: bool = False) -> None:
         self.own_cuda_method = own_cuda_method  # a class defines `def cuda(self, ...)`
         self.helper_copies = helper_copies  # copies of the device helper
+        self.old_torch = old_torch  # code names an API removed in torch 2.0
 
 
 def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
@@ -61,26 +87,30 @@ def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
     """A plain text scan of the Python files (of at most `limit` bytes), far cheaper than
     parsing them. `facts_of` gives a file's `file_facts` (None: unreadable) where the lint
     cache knows them; without it each file is read."""
-    own, copies = False, set()
+    own, copies, old = False, set(), False
     for path, kind in found:
         if kind is not FileKind.PYTHON:
             continue
         facts = facts_of(path) if facts_of is not None else _read_facts(path, limit)
         if facts is None:  # reported when the file is checked
             continue
-        helper_copy, cuda_method = facts
+        helper_copy, cuda_method, old_torch = facts
         if helper_copy:
             copies.add(path)
         own = own or cuda_method
-    return TreeFacts(own, frozenset(copies))
+        old = old or old_torch
+    return TreeFacts(own, frozenset(copies), old)
 
 
-def file_facts(data: bytes) -> tuple[bool, bool]:
+def file_facts(data: bytes) -> tuple[bool, bool, bool]:
     """What the tree scan learns from a Python file: whether it is a copy of the device
-    helper, and whether it defines a `cuda` method."""
+    helper, whether it defines a `cuda` method, and whether it names an API removed in torch
+    2.0 (`torch._six`: also a `try` that falls back to the new name says the project runs on
+    an old torch)."""
     if is_helper_copy(data):
-        return True, False
-    return False, b"def" in data and _defines_cuda_method(data)
+        return True, False, False
+    return (False, b"def" in data and _defines_cuda_method(data),
+            OLD_TORCH_SIGNAL in data)
 
 
 def _defines_cuda_method(data: bytes) -> bool:
@@ -92,7 +122,7 @@ def _defines_cuda_method(data: bytes) -> bool:
     return False
 
 
-def _read_facts(path: Path, limit: int) -> tuple[bool, bool] | None:
+def _read_facts(path: Path, limit: int) -> tuple[bool, bool, bool] | None:
     try:
         return file_facts(read_regular(path, limit))
     except ReadError:

@@ -32,6 +32,14 @@ _POETRY = r"^\s*(\^|~|>=|==|>|~=)?\s*(\d+)(?:\.(\d+))?"
 
 Floor = tuple[int, int]
 
+# A torch named with a version in a README: `PyTorch 1.7`, `pytorch>=1.8.0`, `torch==1.10`,
+# `PyTorch version 1.4`, `PyTorch (>= 1.6)`; not `torchvision 0.8`, `pytorch-lightning 1.5`.
+_NAMED = (r"(?i)(?<![\w.-])(?:py)?torch(?![\w.-])[ \t:=<>~^(\[]*(?:version[ \t]*)?v?"
+          r"(\d+)\.(\d+)")
+# The newest torch that code using an API removed in torch 2.0 (`torch._six`) can run on.
+OLD_TORCH = (1, 13)
+OLD_TORCH_SIGNAL = b"torch._six"
+
 
 def torch_floor(root: Path, setup: SetupFacts) -> Floor | None:
     """The lowest torch version the project's files allow, or None when they say nothing."""
@@ -43,6 +51,15 @@ def torch_floor(root: Path, setup: SetupFacts) -> Floor | None:
         *_from_environments(root),
     ]
     return min(bounds) if bounds else None
+
+
+def documented_floor(root: Path) -> Floor | None:
+    """The oldest torch the project's README names with a version (`PyTorch 1.7`), or None.
+    A README is not a requirement: it lowers the torch the fixes assume, never raises it."""
+    named = [(int(m.group(1)), int(m.group(2)))
+             for path in sorted(root.glob("README*")) if (text := read_text(path)) is not None
+             for m in re.finditer(_NAMED, text)]
+    return min(named) if named else None
 
 
 def declares(root: Path, setup: SetupFacts, name: str) -> bool:

@@ -129,8 +129,7 @@ def run(
     lint_cache = _open_cache(config, options)
     tree = project.scan_tree(found, config.max_file_size,
                              None if lint_cache is None else _cached_facts(lint_cache, options))
-    if tree.own_cuda_method:
-        settings = settings.replace(own_cuda_method=True)
+    settings = project.with_tree(settings, tree)
     fixing = options.fix or options.diff
     files = [(path, kind, project.file_settings(settings, config, path, kind, fixing=fixing))
              for path, kind in found if path not in tree.helper_copies]

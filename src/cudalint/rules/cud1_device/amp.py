@@ -71,8 +71,10 @@ class CudaOnlyMixedPrecision(ApiUseRule):
     autocast and `custom_fwd`/`custom_bwd` from torch 2.5, `GradScaler` from 2.8 (the first
     whose MPS backend unscales gradients); against an older target torch it is unsafe, and so
     it is where the project states no torch floor (no `torch` requirement with a lower bound
-    and no `target-torch`: cudalint cannot know the Mac's torch). The same holds for
-    `torch.autocast("cuda")` -> `torch.autocast(pick_device().type)`.
+    and no `target-torch`: cudalint cannot know the Mac's torch). There the assumed torch is
+    2.6, or older where the project shows it: a torch its README names (`PyTorch 1.7`: no
+    fix needing 1.10), code that runs only before torch 2.0 (`torch._six`: assumed 1.13). The
+    same holds for `torch.autocast("cuda")` -> `torch.autocast(pick_device().type)`.
 
     | fix (to the portable API, `pick_device().type`) | needs torch | safe from torch |
     | --- | --- | --- |
