@@ -1,6 +1,7 @@
 """Time `cudalint lsp` as an editor drives it over stdio, on a realistic training script.
 
     python benchmarks/bench_lsp.py [--lines 2000] [--edits 50] [--debounce-ms 50]
+                                   [--launches 5]
 
 It opens the script (benchmarks/training_file.py), types a comment one keystroke at a time and
 now and then adds a line with a `.cuda()` call (every state is valid Python), and times each edit
@@ -11,6 +12,12 @@ its answer, with the client capabilities VS Code announces (an action's edit is 
 the user picks it). Then it sends a burst of edits, closes the server's stdin and times how long
 the server takes to go. Each figure is printed beside the issue's limit and as a ratio to a
 bare LibCST parse of the same file, timed in the same run (which machine speed cancels out of).
+
+Start-up included: `--launches N` times, N times over, from launching the server process to the
+first `publishDiagnostics` of the file (`initialize`, `initialized`, then `didOpen` at once, as
+an editor opening a file starts the server), and prints the median beside that of launching
+`python -c "import libcst"` (an interpreter's start and the parser's import), timed in the
+same run.
 """
 
 from __future__ import annotations
@@ -163,6 +170,39 @@ def run(folder: Path, text: str, edits: int, debounce_ms: int) -> dict[str, floa
             client.kill()
 
 
+def launch_to_first(folder: Path, text: str, launches: int) -> list[float]:
+    """Seconds from launching the server to the first diagnostics of `text`, per launch."""
+    times = []
+    for index in range(launches):
+        here = folder / f"launch{index}"
+        here.mkdir()
+        path = here / "train.py"
+        path.write_text(text, encoding="utf-8")
+        with (here / "server.log").open("wb") as log:
+            start = time.perf_counter()
+            client = Client(here, log)
+            try:
+                client.initialize(here, CAPABILITIES)
+                uri = path.as_uri()
+                client.notify("textDocument/didOpen", {"textDocument": {
+                    "uri": uri, "languageId": "python", "version": 1, "text": text}})
+                client.diagnostics(uri, 1, timeout=WAIT)
+                times.append(time.perf_counter() - start)
+            finally:
+                client.kill()
+    return times
+
+
+def startup_reference(launches: int, code: str = "import libcst") -> list[float]:
+    """Seconds to run `python -c CODE`, per launch."""
+    times = []
+    for _ in range(launches):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def _exit_time(client: Client, editor: Editor) -> float:
     """Seconds from closing stdin, just after a burst of edits, to the process's end."""
     for index in range(5):
@@ -181,11 +221,16 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--edits", type=int, default=50)
     parser.add_argument("--debounce-ms", type=int, default=50)
+    parser.add_argument("--launches", type=int, default=5, metavar="N",
+                        help="time launch-to-first-diagnostics over N launches (0: skip)")
     args = parser.parse_args()
     text = training_file(args.lines)
     reference = parse_time(text)
     with tempfile.TemporaryDirectory(prefix="bench_lsp_") as folder:
         figures = run(Path(folder), text, args.edits, args.debounce_ms)
+        if args.launches > 0:
+            started = launch_to_first(Path(folder), text, args.launches)
+            interpreter = startup_reference(args.launches)
     print(f"file: {text.count(chr(10))} lines; {args.edits} edits; debounce {args.debounce_ms} ms;"
           f" {figures['quick fixes']:.0f} code action answers held a finding's fix")
     print(f"reference: LibCST parse of the file {reference * 1000:.0f} ms (median of 3)\n")
@@ -203,6 +248,14 @@ def main() -> int:
         shown_limit = "" if limit is None else f"{limit * 1000:.0f}"
         print(f"{name:<34} {seconds * 1000:>9.0f} {shown_limit:>9} {met:>4} "
               f"{seconds / reference:>7.2f}x")
+    if args.launches > 0:
+        first, libcst_start = statistics.median(started), statistics.median(interpreter)
+        met = "yes" if first <= 1.0 else "NO"
+        print(f"\nstart-up included, median of {args.launches} launches "
+              f"(each: {', '.join(f'{t * 1000:.0f}' for t in started)} ms):")
+        print(f"{'launch to first diagnostics':<34} {first * 1000:>9.0f} {1000:>9} {met:>4} "
+              f"{first / libcst_start:>7.2f}x python -c 'import libcst' "
+              f"({libcst_start * 1000:.0f} ms)")
     return 0
 
 

@@ -20,9 +20,11 @@ TIMEOUT = 60.0  # to catch a hung server, not to time a slow one (CI shares core
 
 
 class Client:
-    def __init__(self, cwd: Path, stderr: IO[bytes], args: Sequence[str] = ()) -> None:
+    def __init__(self, cwd: Path, stderr: IO[bytes], args: Sequence[str] = (),
+                 command: Sequence[str] | None = None) -> None:
+        """The server `cudalint lsp ARGS`, or the process `command` starts."""
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cudalint", "lsp", *args],
+            list(command) if command else [sys.executable, "-m", "cudalint", "lsp", *args],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, cwd=cwd,
         )
         self._next_id = 0

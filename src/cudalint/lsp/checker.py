@@ -11,7 +11,13 @@ from pathlib import Path
 
 from cudalint import rules as registry
 from cudalint.config import Config, ConfigError, load_config
-from cudalint.engine.checkers.job import FileReport, Job, imported_helpers, isolated
+from cudalint.engine.checkers.job import (
+    Checker,
+    FileReport,
+    Job,
+    imported_helpers,
+    isolated,
+)
 from cudalint.engine.contract import PythonRule, Rule
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import leaves, units_of
@@ -128,7 +134,7 @@ def check_python_text(path: Path, text: str, found: Project, cache: UnitCache) -
     """The findings for a Python buffer, as `check_text` finds them; the engine reads only the
     units whose findings `cache` does not know (lsp/incremental.py)."""
     job = _python_job(path, encode(text), found)
-    report = isolated(lambda job: _check_reusing(job, cache), job)
+    report = _loudly(lambda job: _check_reusing(job, cache), job)
     return sorted(report.findings, key=Finding.sort_key)
 
 
@@ -139,8 +145,29 @@ def check_python_rows(path: Path, text: str, found: Project, cache: UnitCache,
     and what every check reads (module-level code, the units other units' aliases come
     from). Findings elsewhere may be missing."""
     job = _python_job(path, encode(text), found)
-    report = isolated(lambda job: _check_rows(job, cache, rows), job)
+    report = _loudly(lambda job: _check_rows(job, cache, rows), job)
     return sorted(report.findings, key=Finding.sort_key)
+
+
+def _loudly(check: Checker, job: Job) -> FileReport:
+    """`isolated(check, job)`, but an internal error is raised again: the server shows it
+    (lsp/linter.failure_diagnostic) rather than the CLI's error line, which hides what went
+    wrong. A file too deep or too large to check still gets the error line saying so."""
+    failed: list[Exception] = []
+
+    def noting(job: Job) -> FileReport:
+        try:
+            return check(job)
+        except (RecursionError, MemoryError):
+            raise
+        except Exception as error:
+            failed.append(error)
+            raise
+
+    report = isolated(noting, job)
+    if failed:
+        raise failed[0]
+    return report
 
 
 def _check_reusing(job: Job, cache: UnitCache) -> FileReport:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from cudalint import __version__
-from cudalint.lsp import actions, checker, lifetime, published
+from cudalint.lsp import actions, checker, lifetime, notebooks, published
 from cudalint.lsp.checker import FixedBuffer
 from cudalint.lsp.diagnostics import SOURCE, data_version
 from cudalint.lsp.linter import Linter, is_open
@@ -23,7 +24,8 @@ class Server(LanguageServer):
     """The language server and its linter; `clean_exit` after `shutdown`, as LSP asks."""
 
     def __init__(self, debounce: float) -> None:
-        super().__init__("cudalint", __version__, converter_factory=published.converter)
+        super().__init__("cudalint", __version__, converter_factory=published.converter,
+                         notebook_document_sync=notebooks.SYNC)
         self.linter = Linter(self, debounce)
         self.clean_exit = False
 
@@ -33,6 +35,7 @@ def create_server(debounce: float) -> Server:
     server = Server(debounce)
     _lifecycle(server)
     _document_sync(server, server.linter)
+    _notebook_sync(server, server.linter)
     _code_actions(server, server.linter)
     return server
 
@@ -53,8 +56,13 @@ def _lifecycle(server: Server) -> None:
 def _document_sync(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
-        linter.forget(params.text_document.uri)
-        linter.changed(params.text_document.uri)
+        uri = params.text_document.uri
+        why = unmapped(uri)
+        if why is not None:
+            server.window_log_message(types.LogMessageParams(
+                type=types.MessageType.Warning, message=f"cudalint: {why}"))
+        linter.forget(uri)
+        linter.changed(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(params: types.DidChangeTextDocumentParams) -> None:
@@ -99,6 +107,57 @@ def _document_sync(server: LanguageServer, linter: Linter) -> None:
             linter.changed_all()
 
 
+def _notebook_sync(server: LanguageServer, linter: Linter) -> None:
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def did_open(params: types.DidOpenNotebookDocumentParams) -> None:
+        linter.notebook_changed(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def did_change(params: types.DidChangeNotebookDocumentParams) -> None:
+        linter.notebook_changed(params.notebook_document.uri, linter.debounce)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def did_save(params: types.DidSaveNotebookDocumentParams) -> None:
+        linter.notebook_changed(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def did_close(params: types.DidCloseNotebookDocumentParams) -> None:
+        linter.notebook_closed(params.notebook_document.uri,
+                               [cell.uri for cell in params.cell_text_documents])
+
+
+async def _cell_actions(server: LanguageServer, linter: Linter, params: types.CodeActionParams,
+                        snapshot: notebooks.NotebookSnapshot) -> list[types.CodeAction]:
+    """A notebook cell's actions: its findings' quick fixes, and fix-all of every cell."""
+    uri, only = params.text_document.uri, params.context.only
+    cell = next((c for c in snapshot.cells if unquote(c.uri) == unquote(uri)), None)
+    if cell is None:
+        return []
+    by_cell = await linter.notebook_actions(snapshot)
+    if _notebook_version(server, snapshot.uri) != snapshot.version:
+        return []
+    found: list[types.CodeAction] = []
+    target = actions.Target(cell.uri, cell.version, _document_changes(server))
+    if actions.wanted(types.CodeActionKind.QuickFix, only):
+        found = [action for d in _asked(params, by_cell.get(cell.uri, []), cell.version)
+                 for action in actions.quick_fixes(d, target)]
+    everything = [d for made in by_cell.values() for d in made]
+    if actions.wanted(actions.FIX_ALL, only) and any(map(actions.has_safe_fix, everything)):
+        changed = await linter.notebook_fixed(snapshot)
+        if _notebook_version(server, snapshot.uri) != snapshot.version:
+            return []
+        if changed:
+            found.append(types.CodeAction(
+                title=actions.FIX_ALL_TITLE, kind=actions.FIX_ALL,
+                edit=notebooks.fix_all_edit(snapshot, changed, _document_changes(server))))
+    return [a for a in actions.deduplicated(found) if actions.wanted(a.kind or "", only)]
+
+
+def _notebook_version(server: LanguageServer, uri: str) -> int | None:
+    notebook = server.workspace.get_notebook_document(notebook_uri=uri)
+    return None if notebook is None else notebook.version
+
+
 def _code_actions(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
                     types.CodeActionOptions(code_action_kinds=list(actions.KINDS),
@@ -109,6 +168,9 @@ def _code_actions(server: LanguageServer, linter: Linter) -> None:
         uri = params.text_document.uri
         if not is_open(server.workspace, uri):
             return []  # cudalint's actions are for the documents it checks: open ones
+        notebook = linter.notebook_snapshot(uri)
+        if notebook is not None:
+            return await _cell_actions(server, linter, params, notebook)
         version = server.workspace.get_text_document(uri).version
         diagnostics = await linter.diagnostics(server.workspace.get_text_document(uri))
         document = server.workspace.get_text_document(uri)
@@ -155,6 +217,20 @@ def _code_actions(server: LanguageServer, linter: Linter) -> None:
         for made in _fix_all(fixed[0], document.source, linter.encoding, target):
             action.edit = made.edit
         return action
+
+
+def unmapped(uri: str) -> str | None:
+    """Why the server cannot map `uri` to a file path (None: it can, or it is an untitled
+    buffer, which has no path to map)."""
+    scheme = uri.partition(":")[0].lower()
+    if scheme == "untitled":
+        return None
+    if scheme != "file":
+        return (f"{uri} is not a file (its scheme is {scheme!r}, not 'file'): it is checked "
+                "as an unsaved buffer of the workspace, with the workspace's configuration")
+    if to_fs_path(uri) is None:
+        return f"{uri} names no file path: it is checked as an unsaved buffer of the workspace"
+    return None
 
 
 def _asked(params: types.CodeActionParams, diagnostics: list[types.Diagnostic],

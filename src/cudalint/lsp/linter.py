@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -24,7 +24,7 @@ from pygls.workspace import TextDocument, Workspace
 from cudalint.config import ConfigError
 from cudalint.engine.lint.python import BOM
 from cudalint.kinds import FileKind
-from cudalint.lsp import checker, rehearsal
+from cudalint.lsp import checker, notebooks, rehearsal
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
 from cudalint.lsp.incremental import UnitCache
 from cudalint.lsp.published import Published
@@ -43,6 +43,8 @@ Actionable = tuple[Rows | None, Diagnostics]
 # What the worker makes of a version: its diagnostics (published; their fixes without edits),
 # the same with each fix's and noqa comment's edits (for code actions), its fix-all text.
 CHECK, ACTIONS, FIX = "check", "actions", "fix"
+NOTEBOOK = "notebook"  # a notebook's check (its cells' diagnostics)
+FAILED = "cudalint failed on this file"
 # The cyclic garbage collector's thresholds once the server has loaded its rules (the default
 # is 700, 10, 10): see _settle_memory.
 GC_THRESHOLDS = (20_000, 20, 20)
@@ -85,6 +87,9 @@ class Linter:
         self._asked: dict[tuple[str, str], tuple[int | None, int]] = {}
         self._edited: dict[str, float] = {}  # when each document last changed (monotonic)
         self._generation = 0
+        self._cells: dict[str, set[str]] = {}  # each notebook's cells published (loop only)
+        self._shown: dict[str, int | None] = {}  # the version each failure was shown for
+        self._workers = 0  # numbers the worker's one-off tasks
 
     # --- on the event loop --------------------------------------------------------------
     def changed(self, uri: str, delay: float = 0.0) -> None:
@@ -113,8 +118,12 @@ class Linter:
     def changed_all(self) -> None:
         # each document's own URI: the workspace's keys are unquoted (pygls), and a client
         # knows a document only by the URI it sent (`Mes%20projets`)
-        for document in list(self.server.workspace.text_documents.values()):
-            self.changed(document.uri)
+        workspace = self.server.workspace
+        for document in list(workspace.text_documents.values()):
+            if workspace.get_notebook_document(cell_uri=document.uri) is None:
+                self.changed(document.uri)
+        for notebook in list(workspace.notebook_documents.values()):
+            self.notebook_changed(notebook.uri)
 
     async def diagnostics(self, document: TextDocument) -> Diagnostics | None:
         """The diagnostics of the document's current version; None when a newer version came
@@ -153,6 +162,99 @@ class Linter:
         fix); None when a newer version came meanwhile."""
         return await self._result(FIX, self._fixed, document)
 
+    # --- notebooks, on the event loop ------------------------------------------------------
+    def notebook_changed(self, uri: str, delay: float = 0.0) -> None:
+        """Check the notebook's current version (after `delay`, debounced as `changed` is)
+        and publish its cells' diagnostics."""
+        notebook = self.server.workspace.get_notebook_document(notebook_uri=uri)
+        if notebook is None:
+            return
+        now = time.monotonic()
+        if now - self._edited.get(uri, -delay) >= delay:
+            delay = 0.0
+        self._edited[uri] = now
+        snapshot = self._notebook_snapshot(notebook)
+        loop = asyncio.get_running_loop()
+
+        def task() -> None:
+            result = self._diagnose_notebook(snapshot)
+            loop.call_soon_threadsafe(self._deliver_notebook, snapshot, result)
+
+        self.scheduler.submit((NOTEBOOK, uri), task, delay)
+
+    def notebook_closed(self, uri: str, cells: list[str]) -> None:
+        self.scheduler.cancel((NOTEBOOK, uri))
+        self._edited.pop(uri, None)
+        self._shown.pop(uri, None)
+        for cell in sorted(self._cells.pop(uri, set()) | set(cells)):
+            self._publish(cell, None, [])
+
+    def notebook_snapshot(self, cell_uri: str) -> notebooks.NotebookSnapshot | None:
+        """The current version of the notebook holding the cell, None for another document."""
+        notebook = self.server.workspace.get_notebook_document(cell_uri=cell_uri)
+        return None if notebook is None else self._notebook_snapshot(notebook)
+
+    async def notebook_actions(self, snapshot: notebooks.NotebookSnapshot,
+                               ) -> dict[str, Diagnostics]:
+        """Each cell's diagnostics with their actions' edits."""
+        return await self.on_worker(lambda: self._notebook_findings(snapshot, actions=True))
+
+    async def notebook_fixed(self, snapshot: notebooks.NotebookSnapshot,
+                             ) -> dict[int, str] | None:
+        return await self.on_worker(lambda: self._fix_notebook(snapshot))
+
+    async def on_worker(self, work: Callable[[], T]) -> T:
+        """`work()`, run on the worker thread (after the checks due before it)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+
+        def task() -> None:
+            try:
+                result = work()
+            except BaseException as error:
+                loop.call_soon_threadsafe(_settle, future, None, error)
+                raise
+            loop.call_soon_threadsafe(_settle, future, result, None)
+
+        self._workers += 1
+        self.scheduler.submit(("once", self._workers), task)
+        return await future
+
+    def _notebook_snapshot(self, notebook: types.NotebookDocument) -> notebooks.NotebookSnapshot:
+        fs_path = to_fs_path(notebook.uri)
+        if fs_path is None:  # an unsaved notebook: checked as a notebook of the workspace
+            fs_path = str(Path(self.server.workspace.root_path or ".", "Untitled.ipynb"))
+        metadata: dict[str, Any] = notebook.metadata if isinstance(notebook.metadata, dict) \
+            else {}
+        return notebooks.NotebookSnapshot(
+            uri=notebook.uri, version=notebook.version, path=Path(fs_path).absolute(),
+            cells=notebooks.cells_of(notebook, self.server.workspace.text_documents),
+            metadata=dict(metadata), roots=self._roots(), encoding=self.encoding,
+            generation=self._generation)
+
+    def _deliver_notebook(self, snapshot: notebooks.NotebookSnapshot,
+                          by_cell: dict[str, Diagnostics]) -> None:
+        notebook = self.server.workspace.get_notebook_document(notebook_uri=snapshot.uri)
+        if (notebook is None or notebook.version != snapshot.version
+                or snapshot.generation != self._generation):
+            return  # closed, changed or reconfigured meanwhile: that re-checks
+        for gone in sorted(self._cells.get(snapshot.uri, set()) - by_cell.keys()):
+            self._publish(gone, None, [])  # a cell deleted since
+        self._cells[snapshot.uri] = set(by_cell)
+        for cell in snapshot.cells:
+            found = by_cell.get(cell.uri, [])
+            self._show_failure(snapshot.uri, snapshot.version, found)
+            self._publish(cell.uri, cell.version, found)
+
+    def _show_failure(self, uri: str, version: int | None, diagnostics: Diagnostics) -> None:
+        """Say once per version of a document that cudalint failed on it."""
+        failure = next((d for d in diagnostics if is_failure(d)), None)
+        if failure is None or self._shown.get(uri, object()) == version:
+            return
+        self._shown[uri] = version
+        self.server.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Error, message=failure.message))
+
     def forget(self, uri: str) -> None:
         for results in (self._diagnostics, self._actionable, self._fixed):
             results.forget(uri)
@@ -163,6 +265,7 @@ class Linter:
         self._published.pop(uri, Published()).forget()
         self._edited.pop(uri, None)
         self._action_rows.pop(uri, None)
+        self._shown.pop(uri, None)
 
     def reset(self) -> None:
         """The configuration changed: forget it and every result made under it."""
@@ -251,6 +354,7 @@ class Linter:
             return
         self._diagnostics.put(uri, version, diagnostics)
         if self.server.workspace.get_text_document(uri).version == version:
+            self._show_failure(uri, version, diagnostics)
             self._publish(uri, version, diagnostics)
 
     def _publish(self, uri: str, version: int | None, diagnostics: Diagnostics) -> None:
@@ -280,8 +384,7 @@ class Linter:
             return self._diagnostics_of(snapshot, actions)
         except Exception as error:  # a rule's bug must not take the server down
             logger.exception("checking %s failed", snapshot.uri)
-            return [message_diagnostic(f"cudalint: internal error: {type(error).__name__}: "
-                                       f"{error}")]
+            return [failure_diagnostic(error, snapshot.version)]
 
     def _diagnose_fully(self, snapshot: Snapshot) -> Diagnostics:
         return self._diagnose(snapshot, actions=True)
@@ -318,6 +421,42 @@ class Linter:
             return None
         return units.reparser.statements(checker.encode(snapshot.text).removeprefix(BOM))
 
+    def _diagnose_notebook(self, snapshot: notebooks.NotebookSnapshot,
+                           ) -> dict[str, Diagnostics]:
+        try:
+            return self._notebook_findings(snapshot, actions=False)
+        except Exception as error:  # a rule's bug must not take the server down
+            logger.exception("checking %s failed", snapshot.uri)
+            by_cell: dict[str, Diagnostics] = {cell.uri: [] for cell in snapshot.cells}
+            if snapshot.cells:
+                first = snapshot.cells[0]
+                by_cell[first.uri] = [failure_diagnostic(error, first.version)]
+            return by_cell
+
+    def _notebook_findings(self, snapshot: notebooks.NotebookSnapshot, *, actions: bool,
+                           ) -> dict[str, Diagnostics]:
+        empty: dict[str, Diagnostics] = {cell.uri: [] for cell in snapshot.cells}
+        try:
+            project = self.projects.for_path(snapshot.path, snapshot.roots)
+        except ConfigError as error:
+            if snapshot.cells:
+                empty[snapshot.cells[0].uri] = [message_diagnostic(f"cudalint: {error}")]
+            return empty
+        if project.excludes(snapshot.path, FileKind.NOTEBOOK):
+            return empty
+        found = notebooks.findings(snapshot, project, edits=actions)
+        return notebooks.diagnostics(snapshot, found, actions=actions)
+
+    def _fix_notebook(self, snapshot: notebooks.NotebookSnapshot) -> dict[int, str] | None:
+        try:
+            project = self.projects.for_path(snapshot.path, snapshot.roots)
+            return notebooks.fixed_cells(snapshot, project)
+        except ConfigError:
+            return None
+        except Exception:  # a rule's bug costs fix-all, not the other actions
+            logger.exception("fixing %s failed", snapshot.uri)
+            return None
+
     def _fix(self, snapshot: Snapshot) -> checker.FixedBuffer | None:
         if snapshot.kind is not FileKind.PYTHON:
             return None
@@ -330,6 +469,26 @@ class Linter:
         except Exception:  # a rule's bug costs fix-all, not the other actions
             logger.exception("fixing %s failed", snapshot.uri)
             return None
+
+
+def failure_diagnostic(error: Exception, version: int | None) -> types.Diagnostic:
+    """An internal error of the check of one version, at the top of the document."""
+    diagnostic = message_diagnostic(f"{FAILED}: {type(error).__name__}: {error}")
+    diagnostic.data = {"version": version, "failure": True}
+    return diagnostic
+
+
+def is_failure(diagnostic: types.Diagnostic) -> bool:
+    return isinstance(diagnostic.data, dict) and diagnostic.data.get("failure") is True
+
+
+def _settle(future: asyncio.Future[T], result: T | None, error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)  # type: ignore[arg-type]
 
 
 def _settle_memory() -> None:

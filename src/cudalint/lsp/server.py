@@ -3,7 +3,9 @@
 changed, lsp/incremental.py), publishes the findings as diagnostics, and answers code actions
 with the findings' fixes, noqa comments and fix-all.
 
-Notebook documents are not checked: notebook findings are placed by cell.
+Notebook documents (LSP 3.17 `notebookDocument/*`, `jupyter-notebook` notebooks with Python
+cells) are checked as `cudalint check` checks the saved `.ipynb`, and each finding is published
+on its cell (lsp/notebooks.py); a `.ipynb` opened as a text document (its JSON) is not checked.
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ def _milliseconds(value: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cudalint lsp",
-                                     description="Run cudalint as a language server.")
+    from cudalint.commands.help import OneLineParser
+
+    parser = OneLineParser(prog="cudalint lsp", description="Run cudalint as a language server.")
     channel = parser.add_mutually_exclusive_group()
     channel.add_argument("--stdio", action="store_true", help="speak over stdin/stdout (default)")
     channel.add_argument("--tcp", action="store_true", help="listen on --host:--port")
