@@ -70,6 +70,43 @@ def test_usage_errors_exit_two_with_one_line(chdir_tmp, capsys, args, message):
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+USAGE_ERRORS = [
+    (["mps-ops", "--op", "no_such_op"], "no op or call named 'no_such_op'"),
+    (["mps-ops", "--target-torch", "banana"], "invalid torch version 'banana'"),
+    (["mps-ops", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["rule", "CUD999"], "unknown rule code 'CUD999'"),
+    (["rule"], "give a code (CUD101) or --all"),
+    (["rule", "--output-format", "xml", "--all"], "invalid choice: 'xml'"),
+    (["init-helper"], "the following arguments are required: path"),
+    (["init-helper", "clean.py"], "clean.py exists; pass --force"),
+    (["report", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["report", "missing_dir"], "missing_dir: no such file or directory"),
+    (["report", "--smoke", "missing.json"], "missing.json: not a smoke report"),
+    (["report", "--output-format", "xml"], "invalid choice: 'xml'"),
+    (["smoke"], "the following arguments are required: TARGET"),
+    (["smoke", "--no-such-flag", "clean.py:f"], "unrecognized arguments: --no-such-flag"),
+    (["smoke", "clean.py:f", "--timeout", "-1"], "argument --timeout: must be more than 0"),
+    (["lsp", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    (["lsp", "--debounce-ms", "-5"], "not a number of milliseconds: '-5'"),
+    (["check", "-j", "0", "."], "argument -j/--jobs: must be 1 or more, not 0"),
+    (["check", "--jobs=-1", "."], "argument -j/--jobs: must be 1 or more, not -1"),
+    (["check", "-j", "many", "."], "argument -j/--jobs: invalid int value: 'many'"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"),
+                         [pytest.param(args, message, id=" ".join(args))
+                          for args, message in USAGE_ERRORS])
+def test_every_subcommand_exits_two_on_a_usage_error(chdir_tmp, capsys, args, message):
+    """An unknown op, code or rule, a missing file or a bad value: exit 2 and one line on
+    standard error, whichever subcommand parses the arguments."""
+    write(chdir_tmp, "clean.py", CLEAN_SCRIPT)
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert message in err and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err and "usage:" not in err
+
+
 @pytest.mark.parametrize(
     ("pyproject", "message"),
     [

@@ -1,7 +1,8 @@
 """The `cudalint` command. `main(argv) -> int` is testable in-process.
 
-Exit codes (as ruff): 0 no findings left, 1 findings left, 2 usage, configuration or internal
-error. `cudalint PATH` is short for `cudalint check PATH`.
+Exit codes (as ruff): 0 no failing findings left, 1 findings left at least as severe as
+`fail-on` (default: warning), 2 usage, configuration or internal error. `cudalint PATH` is
+short for `cudalint check PATH`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FAIL_ON = ("error", "warning", "info")  # config.FAIL_ON (not imported: `--version` reads none)
 OUTPUT_FORMATS = ("full", "concise", "json", "github", "gitlab", "junit", "sarif")
 
 # Subcommands that parse their own arguments: name -> "module:function".
@@ -54,6 +56,19 @@ def _codes(text: str) -> list[str]:
 
         raise argparse.ArgumentTypeError("no rule codes given")
     return codes
+
+
+def _jobs(text: str) -> int:
+    try:
+        jobs: int | None = int(text)
+    except ValueError:
+        jobs = None
+    if jobs is None or jobs < 1:  # `-j 0`, `-j -1` would silently pick a number of processes
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}" if jobs is None
+                                         else f"must be 1 or more, not {jobs}")
+    return jobs
 
 
 class _Option:
@@ -97,6 +112,11 @@ _CHECK_OPTIONS = (
             help="how to print findings"),
     _Option("--statistics", switch=True, help="count findings per code"),
     _Option("--exit-zero", switch=True, help="exit 0 despite findings"),
+    _Option("--fail-on", choices=FAIL_ON,
+            help="exit 1 only for findings at least this severe (error > warning > info); "
+                 "every finding is printed, and a file that cannot be checked always fails "
+                 "(default: the configuration's `fail-on`, else warning: info findings are "
+                 "harmless off CUDA)"),
     _Option("--config", type=Path, metavar="FILE",
             help="a pyproject.toml or cudalint.toml to use (default: the nearest "
                  "pyproject.toml with [tool.cudalint])"),
@@ -109,7 +129,7 @@ _CHECK_OPTIONS = (
             help="list the files that would be checked, and exit"),
     _Option("--show-settings", switch=True,
             help="print the settings used for the first path, and exit"),
-    _Option("-j", "--jobs", type=int, metavar="N",
+    _Option("-j", "--jobs", type=_jobs, metavar="N",
             help="processes to check files with (default: one per core; one under pre-commit, "
                  "which runs a hook per core)"),
     _Option("-q", "--quiet", switch=True, help="print findings only"),
@@ -253,5 +273,6 @@ def _usage() -> str:
         "       cudalint mps-ops [--target-torch X]\n"
         "       cudalint lsp                     (needs cudalint[lsp])\n"
         "\n"
-        "exit codes: 0 no findings, 1 findings, 2 usage, configuration or internal error"
+        "exit codes: 0 no findings at or above --fail-on (default: warning), 1 such findings,\n"
+        "            2 usage, configuration or internal error"
     )

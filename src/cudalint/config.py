@@ -22,6 +22,11 @@ DEFAULT_MAX_FILE_SIZE = 4 * 1024 * 1024
 # The memory one file's check may take: its worker process is capped at it (RLIMIT_AS), and a
 # Python file whose size predicts more is skipped with a line.
 DEFAULT_MAX_MEMORY = 4 * 1024 * 1024 * 1024
+# The severities `fail-on` takes, worst first: a run fails (exit 1) on a finding at least as
+# severe as it. The default leaves info findings (harmless off CUDA) out, so that they alone
+# never block a commit or CI; they are still printed.
+FAIL_ON = ("error", "warning", "info")
+DEFAULT_FAIL_ON = "warning"
 # ruff's default excludes, and cudalint's cache and bytecode folders.
 DEFAULT_EXCLUDE = (
     ".bzr", ".cudalint_cache", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg",
@@ -34,7 +39,7 @@ _KEYS = frozenset(
     {
         "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
         "exclude-kinds", "helper", "target-torch", "known-first-party", "respect-gitignore",
-        "max-file-size", "max-memory",
+        "max-file-size", "max-memory", "fail-on",
     }
 )
 
@@ -67,13 +72,14 @@ class ConfigError(Exception):
 class Config(Record):
     """The settings of `[tool.cudalint]` (a mutable record, compared by value)."""
 
-    __slots__ = ("exclude", "exclude_kinds", "extend_exclude", "extend_select", "helper",
-                 "ignore", "known_first_party", "max_file_size", "max_memory",
+    __slots__ = ("exclude", "exclude_kinds", "extend_exclude", "extend_select", "fail_on",
+                 "helper", "ignore", "known_first_party", "max_file_size", "max_memory",
                  "per_file_ignores", "respect_gitignore", "root", "select", "source",
                  "target_torch")
     FIELDS = ("root", "source", "select", "ignore", "extend_select", "per_file_ignores",
               "exclude", "extend_exclude", "exclude_kinds", "helper", "target_torch",
-              "known_first_party", "respect_gitignore", "max_file_size", "max_memory")
+              "known_first_party", "respect_gitignore", "max_file_size", "max_memory",
+              "fail_on")
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(
@@ -95,6 +101,7 @@ class Config(Record):
         respect_gitignore: bool = True,
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,  # bytes; larger files are skipped
         max_memory: int = DEFAULT_MAX_MEMORY,  # bytes one file's check may take
+        fail_on: str = DEFAULT_FAIL_ON,  # the least severity that fails a run: one of FAIL_ON
     ) -> None:
         self.root = root
         self.source = source
@@ -111,6 +118,7 @@ class Config(Record):
         self.respect_gitignore = respect_gitignore
         self.max_file_size = max_file_size
         self.max_memory = max_memory
+        self.fail_on = fail_on
 
     @property
     def target_torch_tuple(self) -> tuple[int, int] | None:
@@ -219,6 +227,9 @@ def _validate(config: Config, path: Path) -> None:
     for name in ("max-file-size", "max-memory"):
         if getattr(config, name.replace("-", "_")) <= 0:
             raise ConfigError(f"{where} {name} must be a positive number of bytes")
+    if config.fail_on not in FAIL_ON:
+        raise ConfigError(f"{where} fail-on: {config.fail_on!r} is not one of "
+                          + ", ".join(map(repr, FAIL_ON)))
     _require_known_selectors(config, where)
 
 

@@ -94,6 +94,12 @@ class Fix(Record):
         self.edits = edits
 
 
+# A key of Finding.extra: "safe" (or "unsafe"), set by a check on a finding that `--fix` (or
+# `--unsafe-fixes`) makes go with another finding's fix, though it has no such fix of its own
+# (cudalint.engine.lint.foreseen).
+FIXED_WITH_OTHERS = "fixed-with-others"
+
+
 class Finding(Record):
     """One reported problem. `code` is None for a file that could not be read or parsed.
     `extra` takes no part in equality."""
@@ -133,6 +139,11 @@ class Finding(Record):
     def is_error_line(self) -> bool:
         """True for a file that could not be checked at all (unreadable, not UTF-8, bad syntax)."""
         return self.code is None
+
+    def fails(self, threshold: Severity) -> bool:
+        """Whether this finding fails a run (exit 1) that fails on `threshold` and worse (the
+        `fail-on` setting): a file that could not be checked always does."""
+        return self.code is None or self.severity >= threshold
 
     def with_guard(self) -> Finding:
         """The same finding behind a CUDA guard: severity lowered one step, never hidden."""

@@ -17,6 +17,7 @@ _TOKENS = [
     *cli._BY_FLAG, "--fix=1", "--select=CUD1", "--select=", "--output-format=json",
     "--output=json", "--no-c", "--exit", "-j=2", "-j2", "-qj2", "-h", "--help", "--", "-",
     "-1", "--unknown", "CUD1", "cud1, CUD201", "", "json", "concise", "xml", "2", "x",
+    "--fail-on=info", "warning", "error", "Error",
     "train.py", "src", "a b.py", "-x.py",
 ]
 
@@ -44,6 +45,7 @@ def test_a_plain_parse_is_argparse_s(args):
     ["src", "--fix", "--unsafe-fixes"], ["-j", "2", "-q", "--select=CUD1,cud2", "x.py"],
     ["-", "--stdin-filename", "train.py", "--config", "pyproject.toml"],
     ["--no-cache", "--extend-select", "CUD4", "--ignore", "CUD101", "--statistics"],
+    ["--force-exclude", "--fail-on", "info", "a.py"], ["--fail-on=error", "."],
 ])
 def test_common_command_lines_take_the_plain_path(args, monkeypatch):
     def refuse(*args, **kwargs):

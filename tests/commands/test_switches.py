@@ -67,6 +67,36 @@ def test_show_fixes_lists_what_fix_changed(chdir_tmp, capsys):
     assert "Found 5 findings: 3 errors, 2 warnings (4 fixed, 1 remaining)." in lines
 
 
+# -- --quiet: the findings and nothing else (as ruff) ------------------------------------------
+SMALL = "import torch\nmodel = Net().cuda()\nstate = torch.load(path)\n"
+CUD102 = "train.py:2:15: CUD102 [*] `.cuda()` only works on an NVIDIA GPU"
+CUD111 = "CUD111 `torch.load` without `map_location` fails on a checkpoint saved on CUDA"
+WROTE = ("Wrote the device helper _device.py, which the fixed files import (standalone: needs "
+         "only torch): train.py. To import another module instead, set `helper = "
+         '"<module>"` in [tool.cudalint], e.g. `helper = "cudalint.device"` to depend on '
+         "cudalint.")
+
+
+QUIET_AND_FIX_ONLY = {
+    "--quiet": [CUD102, f"train.py:3:9: {CUD111}"],
+    "--quiet --fix": [f"train.py:5:9: {CUD111}"],  # no "Found", no "Wrote"
+    "--quiet --fix --show-fixes": [f"train.py:5:9: {CUD111}"],
+    "--fix-only": ["Fixed 1 error.", WROTE],
+    "--fix-only --quiet": [],
+    "--fix-only --show-fixes":  # "Fixed 1 error" once, heading the list
+        ["Fixed 1 error:", "- train.py:", "    1 \u00d7 CUD102 (cuda-method-call)", WROTE],
+}
+
+
+@pytest.mark.parametrize("switches", QUIET_AND_FIX_ONLY)
+def test_quiet_prints_findings_only_and_fix_only_one_line(chdir_tmp, capsys, switches):
+    _write(chdir_tmp, "train.py", SMALL)
+    args, shown = switches.split(), QUIET_AND_FIX_ONLY[switches]
+    code, out, err = _run(capsys, "check", "--output-format", "concise", *args, ".")
+    assert (out.splitlines(), err) == (shown, "")
+    assert code == (0 if "--fix-only" in args else 1)
+
+
 # -- --show-files and --show-settings ------------------------------------------------------------
 def test_show_files_lists_what_a_run_reads(chdir_tmp, capsys):
     _write(chdir_tmp, "pyproject.toml", '[tool.cudalint]\nextend-exclude = ["vendor/"]\n')
@@ -97,6 +127,90 @@ def test_show_settings_prints_the_resolved_settings(chdir_tmp, capsys):
     enabled = json.loads(settings["enabled rules"])
     assert "CUD201" in enabled  # as ruff: --ignore adds to the configuration's
     assert not any(code.startswith(("CUD1", "CUD6", "CUD7")) for code in enabled)
+    assert [line.split(" = ", 1)[0] for line in out.splitlines() if " = " in line] == [
+        "kind", "select", "ignore", "extend-select", "per-file-ignores", "exclude",
+        "extend-exclude", "exclude-kinds", "helper", "target-torch", "known-first-party",
+        "respect-gitignore", "max-file-size", "max-memory", "fail-on",
+        "command-line ignore", "enabled rules"]
+    assert settings["target-torch"] == '"2.6"  # default (the project states no torch floor)'
+    assert settings["fail-on"] == '"warning"'
+
+
+# Projects stating (or not) the torch their fixes target, and what --show-settings says of it.
+TORCH_SOURCES = {
+    "default": ({}, '"2.6"  # default (the project states no torch floor)'),
+    "requirements": ({"requirements.txt": "numpy\ntorch>=1.8\n"}, '"1.8"  # requirements.txt'),
+    "lowest-of-files": ({"requirements/dev.txt": "torch>=1.9\n",
+                         "requirements.txt": "torch>=1.8.1\n",
+                         "environment.yml": "dependencies:\n  - pytorch=1.10\n"},
+                        '"1.8"  # requirements.txt'),
+    "lowest-in-a-folder": ({"requirements.txt": "torch>=1.9\n",
+                            "requirements/dev.txt": "torch~=1.8.0\n"},
+                           '"1.8"  # requirements/dev.txt'),
+    "environment": ({"environment.yml": "dependencies:\n  - pip:\n    - torch==1.12.1\n"},
+                    '"1.12"  # environment.yml'),
+    "pyproject": ({"pyproject.toml": '[project]\nname = "x"\ndependencies = ["torch>=2.1"]\n'},
+                  '"2.1"  # pyproject.toml'),
+    "setup-py": ({"setup.py": 'from setuptools import setup\n'
+                              'setup(install_requires=["torch>=1.11"])\n'}, '"1.11"  # setup.py'),
+    "setting": ({"pyproject.toml": '[tool.cudalint]\ntarget-torch = "2.8"\n',
+                 "requirements.txt": "torch>=1.8\n"}, '"2.8"  # [tool.cudalint]'),
+    "readme": ({"README.md": "Needs PyTorch 1.7 or later.\n"},
+               '"1.7"  # README.md (lowers the default)'),
+    "readme-newer": ({"README.md": "Tested with PyTorch 2.9.\n"},
+                     '"2.6"  # default (the project states no torch floor)'),
+    "torch-six": ({"util.py": "from torch._six import inf\n"}, '"1.13"  # torch._six in the code'),
+    "torch-six-and-readme": ({"util.py": "from torch._six import inf\n",
+                              "README.md": "PyTorch 1.7\n"},
+                             '"1.7"  # README.md (lowers the default)'),
+    "torch-six-and-requirements": ({"util.py": "from torch._six import inf\n",
+                                    "requirements.txt": "torch>=2.0\n"},
+                                   '"2.0"  # requirements.txt'),
+}
+
+
+@pytest.mark.parametrize(("files", "shown"), list(TORCH_SOURCES.values()), ids=list(TORCH_SOURCES))
+def test_show_settings_gives_the_target_torch_and_its_source(chdir_tmp, capsys, files, shown):
+    from cudalint.config import load_config
+    from cudalint.engine.project import facts
+    from cudalint.engine.running.discovery import discover
+
+    _write(chdir_tmp, "train.py", TRAIN)
+    for name, text in files.items():
+        _write(chdir_tmp, name, text)
+    code, out, _ = _run(capsys, "check", "--show-settings", ".")
+    assert code == 0
+    settings = dict(line.split(" = ", 1) for line in out.splitlines() if " = " in line)
+    assert settings["target-torch"] == shown
+    # what the run itself targets (runner.run: the settings, then the tree scan)
+    config = load_config(chdir_tmp)
+    tree = facts.scan_tree(discover([Path(".")], config), config.max_file_size)
+    major, minor = facts.with_tree(facts.settings_for(config), tree).target_torch
+    assert shown.startswith(f'"{major}.{minor}"  # ')
+
+
+def test_show_settings_on_standard_input_scans_no_tree(chdir_tmp, capsys, monkeypatch):
+    """A check of standard input reads no other file: code elsewhere does not lower it."""
+    import io
+    import sys
+
+    _write(chdir_tmp, "util.py", "from torch._six import inf\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TRAIN.encode())))
+    for given in (["-"], []):  # the buffer is named util.py, with or without `-`
+        code, out, _ = _run(capsys, "check", "--show-settings", "--stdin-filename", "util.py",
+                            *given)
+        assert code == 0
+        assert 'target-torch = "2.6"  # default' in out
+    code, out, _ = _run(capsys, "check", "--show-settings", "util.py")
+    assert 'target-torch = "1.13"  # torch._six in the code' in out
+
+
+def test_show_settings_gives_fail_on_from_the_config_or_the_flag(chdir_tmp, capsys):
+    _write(chdir_tmp, "pyproject.toml", '[tool.cudalint]\nfail-on = "info"\n')
+    _write(chdir_tmp, "train.py", TRAIN)
+    assert 'fail-on = "info"' in _run(capsys, "check", "--show-settings", "train.py")[1]
+    out = _run(capsys, "check", "--show-settings", "--fail-on", "error", "train.py")[1]
+    assert 'fail-on = "error"' in out.splitlines()
 
 
 # -- --help everywhere, with defaults -----------------------------------------------------------

@@ -87,7 +87,7 @@ def test_op_takes_a_python_call(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_unknown_op(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "--target-torch", "2.13.0", "--op", "nope")
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")  # a usage error, as in every command
     assert "no op or call named 'nope'" in err
 
 

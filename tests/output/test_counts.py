@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from xml.etree import ElementTree as ET
+
+import pytest
 
 from cudalint.cli import main
 from cudalint.rules import rule_by_code
@@ -47,10 +50,81 @@ def test_footer_counts_by_severity_and_agrees_before_and_after_fix(demo, capsys,
     fixed, remaining = map(int, re.search(r"\((\d+) fixed, (\d+) remaining\)\.$",
                                           fixed_footer).groups())
     assert fixed + remaining == len(severities)
-    assert fixed >= fixable > 0
+    assert fixed == fixable > 0
 
     code, after = _run(capsys, "check", "--output-format", "json", ".")
     assert code == 1 and len(json.loads(after)) == remaining
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+_COLLECTIONS = ("layouts", "report")  # folders of projects; every other folder is one
+PROJECTS = sorted(
+    [p for p in FIXTURES.iterdir() if p.is_dir() and p.name not in _COLLECTIONS]
+    + [p for name in _COLLECTIONS for p in (FIXTURES / name).iterdir() if p.is_dir()])
+
+
+def _fixable(out: str) -> tuple[int, int]:
+    """The footer's safe and hidden (unsafe) fixable counts."""
+    safe = re.search(r"^\[\*\] (\d+) fixable with the `--fix` option", out, re.M)
+    hidden = re.search(r"^\((\d+) (?:hidden fix|more fixable)", out, re.M)
+    return (int(safe.group(1)) if safe else 0), (int(hidden.group(1)) if hidden else 0)
+
+
+def _fixed(out: str) -> int:
+    found = re.search(r"^Found .*\((\d+) fixed, \d+ remaining\)\.$", out, re.M)
+    return int(found.group(1)) if found else 0
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_fixable_count_is_what_fix_then_fixes(project, tmp_path, capsys, monkeypatch):
+    """"N fixable" (and the hidden fixes) before fixing is what --fix (--unsafe-fixes), and
+    --diff, then count as fixed in every fixture project: a finding that another finding's
+    fix makes go (CUD109 on the call CUD105's fix replaces) is counted too."""
+    copies = {}
+    for mode in ("check", "fix", "unsafe"):
+        copies[mode] = tmp_path / mode
+        shutil.copytree(project, copies[mode], ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.chdir(copies["check"])
+    safe, hidden = _fixable(_run(capsys, "check", "--no-cache", ".")[1])
+    _, diff = _run(capsys, "check", "--no-cache", "--diff", ".")
+    would = re.search(r"^Would fix (\d+)", diff, re.M)
+    assert (int(would.group(1)) if would else 0) == safe
+    monkeypatch.chdir(copies["fix"])
+    _, fixing = _run(capsys, "check", "--no-cache", "--fix", ".")
+    assert _fixed(fixing) == safe
+    _, then_unsafe = _run(capsys, "check", "--no-cache", "--unsafe-fixes", ".")
+    assert _fixed(then_unsafe) == _fixable(fixing)[1]  # the hidden fixes --fix left
+    monkeypatch.chdir(copies["unsafe"])
+    assert _fixed(_run(capsys, "check", "--no-cache", "--unsafe-fixes", ".")[1]) \
+        == safe + hidden
+
+
+def test_fixable_count_names_the_findings_another_fix_removes(chdir_tmp, capsys):
+    (chdir_tmp / "train.py").write_text(
+        "import torch\nx = y.cuda(device=rank)\ntorch.cuda.synchronize()\n")
+    _, out = _run(capsys, "check", "--output-format", "concise", ".")
+    # CUD109 has no fix, CUD113 an unsafe one: the safe fixes of CUD102 and CUD105 remove both
+    assert [line.split()[1] for line in out.splitlines()[:4]] == [
+        "CUD102", "CUD113", "CUD105", "CUD109"]
+    assert out.splitlines()[4:] == [
+        "Found 4 findings: 3 errors, 1 info.",
+        "[*] 4 fixable with the `--fix` option (2 of them by another finding's fix)."]
+    _, fixed = _run(capsys, "check", "--fix", ".")
+    assert "Found 4 findings: 3 errors, 1 info (4 fixed, 0 remaining)." in fixed.splitlines()
+
+
+def test_hidden_fix_count_names_the_findings_another_unsafe_fix_removes(chdir_tmp, capsys):
+    (chdir_tmp / "train.py").write_text(
+        "import torch\nx = torch.cuda.DoubleTensor(3)\nn = torch.cuda.device_count()\n")
+    hidden = ("(3 more fixable with the `--unsafe-fixes` option, 1 of them by another "
+              "finding's fix.)")  # CUD109 goes with CUD104's unsafe fix
+    _, out = _run(capsys, "check", ".")
+    assert out.splitlines()[-2:] == ["Found 3 findings: 2 errors, 1 warning.", hidden]
+    _, fixing = _run(capsys, "check", "--fix", ".")
+    assert fixing.splitlines()[-2:] == [
+        "Found 3 findings: 2 errors, 1 warning (0 fixed, 3 remaining).", hidden]
+    _, fixed = _run(capsys, "check", "--unsafe-fixes", ".")
+    assert "(3 fixed, 1 remaining)" in fixed  # the float64 left: MPS has none
 
 
 def test_single_severity_footer_and_diff_count(chdir_tmp, capsys):

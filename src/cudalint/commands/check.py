@@ -11,6 +11,7 @@ from cudalint.config import Config, ConfigError, load_config, project_root
 from cudalint.engine.checkers.job import FileReport
 from cudalint.engine.running.discovery import MissingPathError
 from cudalint.engine.running.runner import Interrupted, RunOptions, run
+from cudalint.finding import Severity
 from cudalint.output.printer import Printer
 from cudalint.output.progress import HUMAN_FORMATS, DelayedProgress, wants_progress
 
@@ -35,11 +36,14 @@ def run_check(args: SimpleNamespace) -> int:
     options = _options(args, in_memory=reading_stdin)
     try:
         config = load_config(_config_start(args, reading_stdin), args.config)
+        if args.fail_on is not None:  # the command line's beats the configuration's
+            config = config.replace(fail_on=args.fail_on)
         if args.show_settings or args.show_files:
             from cudalint.commands import show
 
             if args.show_settings:
-                return show.settings(_shown_path(args, reading_stdin), config, options)
+                return show.settings(_shown_path(args, reading_stdin), config, options,
+                                     args.paths)
             return show.files(args.paths or [Path(".")], config, options)
         if reading_stdin:
             reports = [stdin.check(args.stdin_filename, config, options)]
@@ -54,7 +58,7 @@ def run_check(args: SimpleNamespace) -> int:
     if reading_stdin:
         stdin.write_result(reports[0], options)
     _print(reports, args, options, config, out)
-    return _exit_code(reports, args)
+    return _exit_code(reports, args, config)
 
 
 def _run_with_progress(args: SimpleNamespace, config: Config,
@@ -134,15 +138,16 @@ def _print(reports: list[FileReport], args: SimpleNamespace, options: RunOptions
             text.render_diffs(reports, printer)
     elif not args.fix_only:
         text.render_findings(reports, printer, full=args.output_format == "full")
-    if args.show_fixes:
+    if args.quiet:  # as ruff: the findings (or the diff) and nothing else
+        return
+    if args.show_fixes:  # its first line is --fix-only's: "Fixed 3 errors:"
         text.render_fixes(reports, printer)
-    if args.fix_only:
+    if args.fix_only and not args.show_fixes:
         text.render_fixed(reports, printer)
-    elif not args.quiet:
+    elif not args.fix_only:
         text.render_footer(reports, printer, fixing=options.fix, diff=options.diff,
                            unsafe=options.unsafe_fixes)
-    if not args.quiet:
-        text.render_helpers(reports, printer, diff=options.diff)
+    text.render_helpers(reports, printer, diff=options.diff)
 
 
 def _machine_format(name: str, reports: list[FileReport], config: Config) -> str:
@@ -158,12 +163,16 @@ def _machine_format(name: str, reports: list[FileReport], config: Config) -> str
     return rendered
 
 
-def _exit_code(reports: list[FileReport], args: SimpleNamespace) -> int:
+def _exit_code(reports: list[FileReport], args: SimpleNamespace, config: Config) -> int:
     if args.diff:  # as ruff: 1 when there is something to fix
         return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
     if args.fix_only or args.exit_zero:  # as ruff: --fix-only exits 0 after fixing
         return EXIT_OK
-    return EXIT_FINDINGS if any(r.findings for r in reports) else EXIT_OK
+    # Findings left (after --fix: those it could not fix) at least as severe as `fail-on`;
+    # every finding is printed all the same. A file that could not be checked always fails.
+    threshold = Severity[config.fail_on.upper()]
+    failing = any(f.fails(threshold) for report in reports for f in report.findings)
+    return EXIT_FINDINGS if failing else EXIT_OK
 
 
 def _common_folder(paths: list[Path]) -> Path:

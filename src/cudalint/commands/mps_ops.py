@@ -165,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if found is None:
             print(f"{PROG}: no op or call named {args.op!r} in the torch {coverage.version} "
                   f"table", file=sys.stderr)
-            return 1
+            return 2
         rows = found
     else:
         names = coverage.ops() if args.all else tuple(iter_missing(coverage))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cudalint import rules as registry
 from cudalint.config import Config
+from cudalint.engine.project import facts as project
 from cudalint.engine.running.discovery import discover
 from cudalint.engine.running.runner import RunOptions, rules_for, selected_rules
 from cudalint.kinds import classify
@@ -21,9 +22,11 @@ def files(paths: Sequence[Path], config: Config, options: RunOptions) -> int:
     return 0
 
 
-def settings(path: Path, config: Config, options: RunOptions) -> int:
-    """The settings a check of `path` uses: the configuration's, the command line's
-    selection, and the rules that run on it."""
+def settings(path: Path, config: Config, options: RunOptions,
+             paths: Sequence[Path] = ()) -> int:
+    """The settings a check of `path` (among `paths`, the run's) uses: the configuration's
+    (`target-torch` resolved, with where it comes from), the command line's selection, and
+    the rules that run on it."""
     kind = classify(path)
     enabled = rules_for(path, selected_rules(registry, config, options), config)
     lines = [
@@ -33,7 +36,9 @@ def settings(path: Path, config: Config, options: RunOptions) -> int:
         f"kind = {json.dumps(kind.value if kind else None)}",
     ]
     for name in config.FIELDS:
-        if name not in ("root", "source"):
+        if name == "target_torch":
+            lines.append(_target_torch(config, options, paths or [path]))
+        elif name not in ("root", "source"):
             lines.append(f"{name.replace('_', '-')} = {json.dumps(getattr(config, name))}")
     for name in ("select", "ignore", "extend_select"):
         value = getattr(options, name)
@@ -43,3 +48,16 @@ def settings(path: Path, config: Config, options: RunOptions) -> int:
     lines.append(f"enabled rules = {json.dumps(codes)}")
     print("\n".join(lines))
     return 0
+
+
+def _target_torch(config: Config, options: RunOptions, paths: Sequence[Path]) -> str:
+    """`target-torch = "2.6"  # where it comes from`: the torch the run's fixes target, decided
+    as the run decides it, with the same scan of its Python files (none for standard
+    input)."""
+    tree = None
+    if not options.in_memory:
+        found = discover([p for p in paths if p.exists()], config,
+                         force_exclude=options.force_exclude)
+        tree = project.scan_tree(found, config.max_file_size)
+    (major, minor), source = project.target_torch_source(config, tree)
+    return f"target-torch = {json.dumps(f'{major}.{minor}')}  # {source}"

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from cudalint.engine.checkers.job import FileReport
-from cudalint.finding import Finding, Severity
+from cudalint.finding import FIXED_WITH_OTHERS, Applicability, Finding, Severity
 
 GUARDED = " (guarded)"
 
@@ -19,6 +19,16 @@ def message(finding: Finding) -> str:
 def found_before(report: FileReport) -> list[Finding]:
     """The file's findings before --fix ran (those shown without it)."""
     return report.found if report.found is not None else report.findings
+
+
+def fixed_by(finding: Finding) -> Applicability | None:
+    """Which fixes make the finding go: safe ones (`--fix`), unsafe ones too
+    (`--unsafe-fixes`), or none: its own fix, or another finding's (FIXED_WITH_OTHERS)."""
+    own = None if finding.fix is None else finding.fix.applicability
+    if own is Applicability.SAFE:
+        return own
+    others = finding.extra.get(FIXED_WITH_OTHERS)
+    return Applicability(others) if others is not None else own
 
 
 def fixed(report: FileReport) -> Counter[tuple[str, Severity]]:

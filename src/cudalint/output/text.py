@@ -11,7 +11,13 @@ from pathlib import Path
 
 from cudalint.engine.checkers.job import FileReport
 from cudalint.finding import Applicability, Finding, Severity
-from cudalint.output.common import count_text, fixed, fixed_by_severity, found_before
+from cudalint.output.common import (
+    count_text,
+    fixed,
+    fixed_by,
+    fixed_by_severity,
+    found_before,
+)
 from cudalint.output.paths import display_path
 from cudalint.output.printer import Piece, Printer
 
@@ -91,13 +97,34 @@ def render_footer(
     if fixing:
         summary += f" ({gone.total()} fixed, {len(findings)} remaining)"
     out.print(f"Found {summary}.")
-    safe = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.SAFE)
-    hidden = sum(1 for f in findings if f.fix and f.fix.applicability is Applicability.UNSAFE)
+    # What --fix (--unsafe-fixes) makes go: the findings with a fix, and those another
+    # finding's fix rewrites away (`by_other`: counted, not marked [*]), as `fixed` counts.
+    reach: Counter[Applicability | None] = Counter()
+    by_other: Counter[Applicability | None] = Counter()
+    for finding in findings:
+        by = fixed_by(finding)
+        reach[by] += 1
+        if by is not None and (finding.fix is None or finding.fix.applicability is not by):
+            by_other[by] += 1
+    safe, hidden = reach[Applicability.SAFE], reach[Applicability.UNSAFE]
     if safe and not fixing:
-        out.print(f"[*] {safe} fixable with the `--fix` option.")
-    if hidden and not unsafe:
+        out.print(f"[*] {safe} fixable with the `--fix` option{_by_other(by_other, True)}.")
+    if hidden and not unsafe and by_other[Applicability.UNSAFE]:
+        out.print(f"({hidden} more fixable with the `--unsafe-fixes` option"
+                  f"{_by_other(by_other, False)}.)")
+    elif hidden and not unsafe:
         out.print(f"({hidden} hidden {'fix' if hidden == 1 else 'fixes'} can be enabled "
                   "with the `--unsafe-fixes` option.)")
+
+
+def _by_other(by_other: Counter[Applicability | None], safe: bool) -> str:
+    """How many of the fixable findings have no fix of their own (or a less safe one): the
+    fix of another finding rewrites their code."""
+    n = by_other[Applicability.SAFE if safe else Applicability.UNSAFE]
+    if not n:
+        return ""
+    return f" ({n} of them by another finding's fix)" if safe \
+        else f", {n} of them by another finding's fix"
 
 
 def render_fixed(reports: Sequence[FileReport], out: Printer) -> None:

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from typing import Any
 
 from cudalint.engine.checkers.job import FileReport, Job, finish_fix, run_file_rules
 from cudalint.engine.fixes import notebook_imports
 from cudalint.engine.fixes.imports import Needs
 from cudalint.engine.lint.autofix import FixError, fix_python
+from cudalint.engine.lint.foreseen import foreseen
 from cudalint.engine.lint.python import BOM, error_finding, lint_python
 from cudalint.engine.locate import noqa
 from cudalint.engine.reading.cells import Cell, read_cell, unmasked
@@ -62,9 +64,10 @@ def check_notebook(job: Job) -> FileReport:
                 applied += count
                 needs = needs | wanted
         else:
-            found = lint_python(cell.python.encode(), job.path, job.python_rules, job.settings,
-                                prefilter=job.prefilter, want_edits=job.options.want_edits
-                                ).findings
+            result = lint_python(cell.python.encode(), job.path, job.python_rules,
+                                 job.settings, prefilter=job.prefilter,
+                                 want_edits=job.options.want_edits)
+            found = foreseen(result.findings, result.fixes, partial(_fixed_cell, job, cell))
         findings.extend(finding.replace(cell=index) for finding in found)
     if not fixing:
         return FileReport(job.path, findings, text)
@@ -158,6 +161,13 @@ def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], list[Findi
                              prefilter=job.prefilter)
         return cell.text, 0, result.findings, result.findings, Needs()
     return fixed, outcome.applied, outcome.result.findings, outcome.found, outcome.needs
+
+
+def _fixed_cell(job: Job, cell: Cell, unsafe: bool) -> tuple[list[Finding], list[Finding]]:
+    """The cell's findings before and after --fix fixes it in memory (what a check foresees)."""
+    fixing = job.replace(options=job.options.replace(fix=True, unsafe_fixes=unsafe))
+    _, _, after, before, _ = _fix_cell(fixing, cell)
+    return before, after
 
 
 # -- writing ----------------------------------------------------------------------------------

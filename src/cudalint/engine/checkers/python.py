@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cudalint.engine.checkers.job import FileReport, Job, finish_fix, left_as_it_was
+from cudalint.finding import Finding
 
 
 def check_python(job: Job) -> FileReport:
@@ -12,12 +13,35 @@ def check_python(job: Job) -> FileReport:
 
         result = lint_python(job.data, job.path, job.python_rules, job.settings,
                              prefilter=job.prefilter, want_edits=options.want_edits)
-        return FileReport(job.path, result.findings, result.text)
+        findings = result.findings
+        if result.fixes:  # what --fix will fix, for the footer
+            from cudalint.engine.lint.foreseen import foreseen
+
+            findings = foreseen(findings, result.fixes, lambda unsafe: _fixed(job, unsafe))
+        return FileReport(job.path, findings, result.text)
     from cudalint.engine.lint.autofix import FixError, fix_python
     try:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
     except FixError as error:
         return left_as_it_was(job, str(error), check_python)
-    return finish_fix(job, outcome.data, outcome.applied, outcome.result.findings, outcome.found,
-                      check_python)
+    left = outcome.result.findings
+    if outcome.result.fixes and not options.unsafe_fixes:  # the hidden fixes, for the footer
+        from cudalint.engine.lint.foreseen import foreseen
+
+        fixed = job.replace(data=outcome.data)
+        left = foreseen(left, outcome.result.fixes,
+                        lambda unsafe: _fixed(fixed, unsafe) if unsafe else None)
+    return finish_fix(job, outcome.data, outcome.applied, left, outcome.found, check_python)
+
+
+def _fixed(job: Job, unsafe: bool) -> tuple[list[Finding], list[Finding]] | None:
+    """The findings before and after fixing the file in memory (None: it cannot be fixed)."""
+    from cudalint.engine.lint.autofix import FixError, fix_python
+
+    try:
+        outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
+                             unsafe=unsafe, prefilter=job.prefilter)
+    except FixError:
+        return None
+    return outcome.found, outcome.result.findings

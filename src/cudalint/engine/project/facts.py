@@ -15,8 +15,8 @@ from cudalint.engine.project.torch_floor import (
     OLD_TORCH,
     OLD_TORCH_SIGNAL,
     declares,
-    documented_floor,
-    torch_floor,
+    documented_floor_source,
+    torch_floor_source,
 )
 from cudalint.engine.reading.reader import ReadError, read_regular, read_text
 from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
@@ -41,15 +41,34 @@ def stated_torch(config: Config, setup: SetupFacts) -> tuple[int, int] | None:
     """The torch the fixes must work on: the `target-torch` setting, else the oldest torch the
     project's files allow; None where neither says (the run assumes DEFAULT_TARGET_TORCH,
     never the installed torch)."""
-    return config.target_torch_tuple or torch_floor(config.root, setup)
+    found = stated_torch_source(config, setup)
+    return None if found is None else found[0]
+
+
+def stated_torch_source(config: Config,
+                        setup: SetupFacts) -> tuple[tuple[int, int], str] | None:
+    """`stated_torch`, and where it is stated: `[tool.cudalint]` (or the configuration file's
+    name, for a cudalint.toml), else the project file with the lowest bound."""
+    if config.target_torch_tuple is not None:
+        name = config.source.name if config.source is not None else "pyproject.toml"
+        return config.target_torch_tuple, "[tool.cudalint]" if name == "pyproject.toml" else name
+    return torch_floor_source(config.root, setup)
 
 
 def assumed_torch(root: Path) -> tuple[int, int]:
     """The torch the fixes assume where the project states none: DEFAULT_TARGET_TORCH, or the
     older torch its README names. The fixes that need a torch are then unsafe
     (`Settings.torch_stated`), and those that need a newer one are not offered."""
+    return assumed_torch_source(root)[0]
+
+
+def assumed_torch_source(root: Path) -> tuple[tuple[int, int], str]:
+    """`assumed_torch`, and why: the default, or the README that lowers it."""
     default = parse_version(DEFAULT_TARGET_TORCH)
-    return min(default, documented_floor(root) or default)
+    documented = documented_floor_source(root)
+    if documented is not None and documented[0] < default:
+        return documented[0], f"{documented[1]} (lowers the default)"
+    return default, "default (the project states no torch floor)"
 
 
 def with_tree(settings: Settings, tree: TreeFacts) -> Settings:
@@ -58,9 +77,27 @@ def with_tree(settings: Settings, tree: TreeFacts) -> Settings:
     torch the fixes assume to OLD_TORCH where the project states none."""
     if tree.own_cuda_method:
         settings = settings.replace(own_cuda_method=True)
-    if tree.old_torch and not settings.torch_stated:
-        settings = settings.replace(target_torch=min(settings.target_torch, OLD_TORCH))
+    if not settings.torch_stated and _lowered_by_tree(settings.target_torch, tree):
+        settings = settings.replace(target_torch=OLD_TORCH)
     return settings
+
+
+def target_torch_source(config: Config, tree: TreeFacts | None) -> tuple[tuple[int, int], str]:
+    """The torch the fixes of a run target (`with_tree(settings_for(config), tree)`'s; `tree`
+    None: a run without a tree scan, standard input's), and where it comes from, as
+    `--show-settings` says it."""
+    stated = stated_torch_source(config, setup_facts(config.root))
+    if stated is not None:
+        return stated
+    assumed = assumed_torch_source(config.root)
+    if tree is not None and _lowered_by_tree(assumed[0], tree):
+        return OLD_TORCH, f"{OLD_TORCH_SIGNAL.decode()} in the code"
+    return assumed
+
+
+def _lowered_by_tree(assumed: tuple[int, int], tree: TreeFacts) -> bool:
+    """Whether code that runs only before torch 2.0 lowers the torch assumed to OLD_TORCH."""
+    return tree.old_torch and assumed > OLD_TORCH
 
 
 # A `cuda` method's header, from its `def` (a pattern starting with a literal: `re` finds its

@@ -2,7 +2,8 @@
 environment: requirements*.txt, pyproject.toml (PEP 621 dependencies and extras, poetry),
 setup.py / setup.cfg (install_requires, extras_require) and environment*.yml (conda and its
 `pip:` list). Each torch requirement's lower bound (`>=1.8`, `==2.3.1`, `~=2.1`,
-`pytorch=1.7`) is read; the project's floor is the lowest of them."""
+`pytorch=1.7`) is read; the project's floor is the lowest of them, stated in the first file
+(in that order) that states it."""
 
 from __future__ import annotations
 
@@ -43,23 +44,41 @@ OLD_TORCH_SIGNAL = b"torch._six"
 
 def torch_floor(root: Path, setup: SetupFacts) -> Floor | None:
     """The lowest torch version the project's files allow, or None when they say nothing."""
+    found = torch_floor_source(root, setup)
+    return None if found is None else found[0]
+
+
+def torch_floor_source(root: Path, setup: SetupFacts) -> tuple[Floor, str] | None:
+    """`torch_floor`, and the file that states it (its path from `root`: `requirements.txt`,
+    `setup.py`...), or None when the project's files say nothing."""
     bounds = [
-        *_from_pip_specs(_requirements_files(root)),
-        *_from_pyproject(root / "pyproject.toml"),
-        *_from_pip_specs(setup.requires),
-        *_from_pip_specs(_setup_cfg(root / "setup.cfg")),
+        *((floor, name) for name, specs in _requirements_by_file(root)
+          for floor in _from_pip_specs(specs)),
+        *((floor, "pyproject.toml") for floor in _from_pyproject(root / "pyproject.toml")),
+        *((floor, "setup.py") for floor in _from_pip_specs(setup.requires)),
+        *((floor, "setup.cfg") for floor in _from_pip_specs(_setup_cfg(root / "setup.cfg"))),
         *_from_environments(root),
     ]
-    return min(bounds) if bounds else None
+    return min(bounds, key=_floor_of) if bounds else None  # the first of the lowest
 
 
 def documented_floor(root: Path) -> Floor | None:
     """The oldest torch the project's README names with a version (`PyTorch 1.7`), or None.
     A README is not a requirement: it lowers the torch the fixes assume, never raises it."""
-    named = [(int(m.group(1)), int(m.group(2)))
+    found = documented_floor_source(root)
+    return None if found is None else found[0]
+
+
+def documented_floor_source(root: Path) -> tuple[Floor, str] | None:
+    """`documented_floor`, and the README that names it (`README.md`), or None."""
+    named = [((int(m.group(1)), int(m.group(2))), path.name)
              for path in sorted(root.glob("README*")) if (text := read_text(path)) is not None
              for m in re.finditer(_NAMED, text)]
-    return min(named) if named else None
+    return min(named, key=_floor_of) if named else None
+
+
+def _floor_of(sourced: tuple[Floor, str]) -> Floor:
+    return sourced[0]
 
 
 def declares(root: Path, setup: SetupFacts, name: str) -> bool:
@@ -89,13 +108,20 @@ def _requirement(spec: str, name: str) -> Requirement | None:
 
 
 def _requirements_files(root: Path) -> Iterator[str]:
+    for _name, specs in _requirements_by_file(root):
+        yield from specs
+
+
+def _requirements_by_file(root: Path) -> Iterator[tuple[str, list[str]]]:
+    """Each requirements file's path from `root`, and its requirements."""
     paths = [*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]
     for path in sorted(paths):
         text = read_text(path)
         if text is not None:
             from cudalint.formats.requirements import read_lines
 
-            yield from (line.text for line in read_lines(text.splitlines()) if not line.option)
+            yield (path.relative_to(root).as_posix(),
+                   [line.text for line in read_lines(text.splitlines()) if not line.option])
 
 
 def _from_pip_specs(specs: Iterable[str]) -> Iterator[Floor]:
@@ -188,7 +214,8 @@ def _setup_cfg(path: Path) -> Iterator[str]:
                         if line.strip())
 
 
-def _from_environments(root: Path) -> Iterator[Floor]:
+def _from_environments(root: Path) -> Iterator[tuple[Floor, str]]:
+    """Each torch lower bound of the conda environment files, with the file's name."""
     for path in sorted([*root.glob("environment*.yml"), *root.glob("environment*.yaml")]):
         text = read_text(path)
         if text is None:
@@ -202,9 +229,9 @@ def _from_environments(root: Path) -> Iterator[Floor]:
         dependencies = _table(document).get("dependencies")
         for entry in dependencies if isinstance(dependencies, list) else ():
             if isinstance(entry, str) and (floor := _conda_floor(entry)):
-                yield floor
+                yield floor, path.name
             elif isinstance(entry, dict):
-                yield from _from_pip_specs(_strings(entry.get("pip")))
+                yield from ((f, path.name) for f in _from_pip_specs(_strings(entry.get("pip"))))
 
 
 def _conda_floor(spec: str) -> Floor | None:
