@@ -6,10 +6,6 @@ import argparse
 import os
 import sys
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import NoReturn
-
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows a default where there is one to show (not for switches or unset options)."""
@@ -25,14 +21,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if action.default in (None, False, [], argparse.SUPPRESS):
             return action.help
         return super()._get_help_string(action)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """A parser whose usage errors are one line, `PROG: error: MESSAGE`, and exit 2, as every
-    cudalint command's (argparse's own prints the usage first)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def terminal_columns() -> int:

@@ -51,7 +51,7 @@ def _milliseconds(value: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from cudalint.commands.help import OneLineParser
+    from cudalint.usage import OneLineParser
 
     parser = OneLineParser(prog="cudalint lsp", description="Run cudalint as a language server.")
     channel = parser.add_mutually_exclusive_group()
