@@ -11,6 +11,7 @@ from cudalint.report.audit import Audit, Effort, audit
 from cudalint.report.decision import SINGLE_DEVICE, Verdict, decide
 from cudalint.report.evidence import Evidence, run_from_dict
 from cudalint.report.paths import PathClass
+from cudalint.report.project import describe
 
 from .smoke_runs import smoke_json
 
@@ -30,7 +31,8 @@ def audits() -> dict[str, Audit]:
 
 
 def _decide(audits: dict[str, Audit], name: str, *runs: dict[str, object]):
-    return decide(audits[name], [run_from_dict(run, f"{i}.json") for i, run in enumerate(runs)])
+    return decide(audits[name], [run_from_dict(run, f"{i}.json") for i, run in enumerate(runs)],
+                  project=describe(FIXTURES / name))
 
 
 @pytest.mark.parametrize(("project", "runs", "verdict", "evidence"), [
@@ -137,10 +139,14 @@ def test_checklist(audits) -> None:
               for item in _decide(audits, "refused").checklist}
     assert static["CUDA-only components identified, each with an acceptable alternative"] == "open"
     assert static["A representative run passes on the target backend"] == "unchecked"
+    # refused/setup.py declares no dependencies: nothing to check, so not "done".
+    assert static["Dependencies install on macOS"] == "unknown"
     confirmed = _decide(audits, "ready", MPS_PASS).checklist
     assert [item.status.value for item in confirmed] == [
         "done", "done", "done", "done", "done", "done", "done", "unchecked"]
     assert "left to you" in confirmed[-1].evidence
+    assert confirmed[0].evidence == ("checked requirements.txt: no CUDA pin or CUDA-only "
+                                     "package")
     failed = {item.title.split(" (")[0]: item.status.value
               for item in _decide(audits, "ready", MPS_FAIL).checklist}
     assert failed["Important outputs compared within the study's tolerance"] == "failed"

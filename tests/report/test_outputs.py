@@ -12,7 +12,7 @@ import pytest
 
 from cudalint.cli import main
 
-from .smoke_runs import write_smoke
+from .smoke_runs import stamp, write_smoke
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "report"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -27,13 +27,15 @@ def _report(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 def test_terminal_view(capsys) -> None:
     code, out, _ = _report(capsys, str(FIXTURES / "refused"))
     assert code == 0
-    assert out.startswith("Decision: MPS refused\nEvidence: provisional: ")
+    assert out.startswith("cudalint migration decision: fusedops\nfusedops at ")
+    assert "\nDecision: MPS refused — holds after `cudalint check --fix`, which removes 2 " \
+           "finding(s)\nEvidence: provisional: " in out
     assert "fusedops/__init__.py:7 CUD305: native CUDA on the main path" in out
     assert "[ ] Data-handling rules respected" in out
 
 
 def test_json_output(tmp_path: Path, capsys) -> None:
-    smoke = write_smoke(tmp_path, "mps.json", device="mps")
+    smoke = write_smoke(tmp_path, "mps.json", device="mps", root=FIXTURES / "dual_track")
     code, out, _ = _report(capsys, str(FIXTURES / "dual_track"), "--smoke", str(smoke),
                            "--output-format", "json")
     assert code == 0
@@ -45,8 +47,13 @@ def test_json_output(tmp_path: Path, capsys) -> None:
     assert data["paths"]["guarded"]["guarded"] == 1
     assert data["fixes"] == {"fix": 4, "unsafe_fixes": 2}
     assert [item["status"] for item in data["checklist"]][-1] == "unchecked"
-    assert data["smoke"] == [{"source": str(smoke), "target": "smoke_target.py:train_step",
-                              "device": "mps", "passed": True}]
+    [run] = data["smoke"]
+    assert {key: run[key] for key in ("source", "target", "device", "passed", "current")} == {
+        "source": str(smoke), "target": "smoke_target.py:train_step", "device": "mps",
+        "passed": True, "current": True}
+    assert run["machine"] == "Apple M3 Max, Darwin 15.1 arm64, torch 2.13.0, Python 3.12.4"
+    assert data["title"] == "cudalint migration decision: dual_track"
+    assert data["project"]["name"] == "dual_track" and data["project"]["cudalint"]
 
 
 def test_markdown_output(tmp_path: Path, capsys) -> None:
@@ -55,7 +62,9 @@ def test_markdown_output(tmp_path: Path, capsys) -> None:
                            "-o", str(out_file))
     assert (code, out) == (0, "")
     text = out_file.read_text()
-    assert text.startswith("# cudalint migration decision\n\n**Decision: Mac allowed**\n")
+    assert text.startswith("# cudalint migration decision: ready\n\nready at ")
+    assert "\n**Decision: Mac allowed — holds after `cudalint check --fix`, which removes 3 " \
+           "finding(s)**\n" in text
     assert "*Evidence: provisional*" in text
     assert "- [ ] **Data-handling rules respected" in text
     assert "- [x] **Dependencies install on macOS" in text
@@ -67,7 +76,7 @@ def test_errors_are_one_line(tmp_path: Path, capsys) -> None:
     bad.write_text("[1, 2]")
     code, _, err = _report(capsys, str(FIXTURES / "ready"), "--smoke", str(bad))
     assert code == 2
-    assert err == f"cudalint report: error: {bad}: not a smoke report (no 'verdict')\n"
+    assert err == f"cudalint report: error: {bad}: not a smoke report (not a JSON object)\n"
     code, _, err = _report(capsys, str(FIXTURES / "ready"), "--output-format", "pdf")
     assert code == 2 and err.startswith("cudalint report: error: argument --output-format")
 
@@ -80,8 +89,12 @@ class _Dom(HTMLParser):
         self.ids: dict[str, dict[str, str | None]] = {}
         self.bars: dict[str, list[dict[str, str | None]]] = {}
         self.rows: dict[str, int] = {}
+        self.texts: dict[str, list[str]] = {}
+        self.cells: dict[str, dict[str, dict[str, str | None]]] = {}
         self._svg: str | None = None
         self._table: str | None = None
+        self._row: list[str] = []
+        self._column: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
@@ -96,6 +109,26 @@ class _Dom(HTMLParser):
             self.bars.setdefault(self._svg, []).append(attributes)
         elif tag == "tr" and self._table:
             self.rows[self._table] = self.rows.get(self._table, 0) + 1
+            self._row = []
+        elif tag == "td" and self._table:
+            self._row.append("")
+            if "data-status" in attributes and self._row:
+                question = self._first
+                self.cells.setdefault(self._table, {}).setdefault(question, {})[
+                    str(attributes.get("data-column"))] = attributes["data-status"]
+
+    @property
+    def _first(self) -> str:
+        return self._row[0].strip() if self._row else ""
+
+    def handle_data(self, data: str) -> None:
+        if self._table:
+            self.texts.setdefault(self._table, []).append(data)
+            if self._row:
+                self._row[-1] += data
+
+    def text_of(self, table: str) -> str:
+        return " ".join("".join(self.texts.get(table, [])).split())
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "svg":
@@ -118,7 +151,8 @@ def _render(html: Path, tmp_path: Path) -> str:
 
 
 def test_html_renders_in_headless_chromium(tmp_path: Path, capsys) -> None:
-    smoke = write_smoke(tmp_path, "cpu.json", device="cpu", skipped=("compare",))
+    smoke = write_smoke(tmp_path, "cpu.json", device="cpu", skipped=("compare",),
+                        root=FIXTURES / "refused")
     page = tmp_path / "decision.html"
     code, _, _ = _report(capsys, str(FIXTURES / "refused"), "--smoke", str(smoke),
                          "--output-format", "html", "-o", str(page))
@@ -142,16 +176,72 @@ def test_html_renders_in_headless_chromium(tmp_path: Path, capsys) -> None:
 
 
 def test_a_real_cpu_smoke_run_shows_portability(tmp_path: Path, capsys) -> None:
-    smoke = tmp_path / "smoke-cpu.json"
+    # The smoke target inside the project, so that the run describes it.
+    project = tmp_path / "ready"
+    shutil.copytree(FIXTURES / "ready", project)
     resumable = Path(__file__).parents[1] / "runtime" / "smoke" / "targets" / "resumable.py"
-    assert main(["smoke", f"{resumable}:train", "--in-process", "--batch-sizes", "1,8",
-                 "--json", str(smoke)]) == 0
+    shutil.copy(resumable, project / "resumable.py")
+    smoke = tmp_path / "smoke-cpu.json"
+    assert main(["smoke", f"{project / 'resumable.py'}:train", "--in-process", "--batch-sizes",
+                 "1,8", "--json", str(smoke)]) == 0
     capsys.readouterr()
-    code, out, _ = _report(capsys, str(FIXTURES / "ready"), "--smoke", str(smoke),
-                           "--output-format", "json")
+    smoke.write_text(json.dumps(stamp(json.loads(smoke.read_text()), project)))
+    code, out, _ = _report(capsys, str(project), "--smoke", str(smoke), "--output-format", "json")
     data = json.loads(out)
     assert (code, data["verdict"], data["evidence"]) == (0, "mac-allowed", "portable-on-cpu")
+    assert data["smoke"][0]["stale"] == []
     assert "not that MPS works" in data["evidence_note"]
     ramp = [note for note in data["notes"] if "batch-ramp" in note["text"]]
     assert ramp and "every batch size fits (1, 8), largest 8" in ramp[0]["text"]
     assert ramp[0]["where"] == str(smoke)
+
+
+REFERENCE = (Path(__file__).parents[2] / "fixtures" / "demo" / "references"
+             / "train_step_h200_cuda.safetensors")
+
+
+def test_a_comparison_with_the_cuda_reference_is_shown(demo: Path, tmp_path: Path,
+                                                        capsys) -> None:
+    """The fixed demo run here on the CPU against the reference saved on an NVIDIA H200: the
+    sheet shows the comparison, the reference's device and torch, the largest difference and
+    the tolerance, in every format (the HTML rendered in Chromium)."""
+    main(["check", "--fix", str(demo)])
+    smoke = tmp_path / "smoke-cpu.json"
+    assert main(["smoke", f"{demo / 'smoke_target.py'}:train_step", "--device", "cpu",
+                 "--reference", str(REFERENCE), "--json", str(smoke)]) == 0
+    capsys.readouterr()
+    # Where the harness does not write the identity fields yet, as it will.
+    smoke.write_text(json.dumps(stamp(json.loads(smoke.read_text()), demo)))
+    code, out, _ = _report(capsys, str(demo), "--smoke", str(smoke), "--output-format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["smoke"][0]["current"], data["smoke"][0]["stale"]
+    comparison = data["smoke"][0]["comparison"]
+    assert (comparison["status"], comparison["against"], comparison["device"],
+            comparison["device_name"], comparison["torch"]) == (
+        "pass", "reference", "cuda", "NVIDIA H200", "2.11.0+cu130")
+    largest = comparison["largest_abs_diff"]
+    assert float(largest) < 1e-4 and comparison["output"]
+    tolerance = data["smoke"][0]["tolerance"]
+    assert {"rtol", "atol", "source"} <= set(tolerance)
+    metrics = next(row for row in data["tested"]["rows"] if row["question"] == "metrics reproduce")
+    assert metrics["cells"]["cuda-reference"]["status"] == "pass"
+    assert metrics["cells"]["cpu"]["status"] == "pass"
+    for output_format in ("text", "markdown"):
+        _, out, _ = _report(capsys, str(demo), "--smoke", str(smoke), "--output-format",
+                            output_format)
+        assert "cuda (NVIDIA H200), torch 2.11.0+cu130" in out and largest in out
+        assert "tolerance" in out
+
+    page = tmp_path / "decision.html"
+    assert _report(capsys, str(demo), "--smoke", str(smoke), "--output-format", "html", "-o",
+                   str(page))[0] == 0
+    dom = _Dom()
+    dom.feed(_render(page, tmp_path / "profile"))
+    assert dom.rows["comparisons-table"] == 1 + 1
+    text = dom.text_of("comparisons-table")
+    assert "cuda (NVIDIA H200), torch 2.11.0+cu130" in text
+    assert largest in text and "pass" in text
+    tolerance_text = ("dtype defaults" if tolerance["rtol"] is None and tolerance["atol"] is None
+                      else f"rtol={tolerance['rtol']:g}")
+    assert tolerance_text in text
+    assert dom.cells["tested-table"]["metrics reproduce (compare)"]["cuda-reference"] == "pass"

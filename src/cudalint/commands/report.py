@@ -18,7 +18,9 @@ from cudalint.report.audit import audit
 from cudalint.report.decision import Decision, decide
 from cudalint.report.evidence import load_run
 from cudalint.report.html import to_html
+from cudalint.report.project import describe
 from cudalint.report.render import print_terminal, to_json, to_markdown
+from cudalint.usage import OneLineParser
 
 FORMATS: dict[str, Callable[[Decision], str]] = {
     "json": to_json, "markdown": to_markdown, "html": to_html,
@@ -26,9 +28,9 @@ FORMATS: dict[str, Callable[[Decision], str]] = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cudalint report", exit_on_error=False,
-                                     description="Decide whether a project can move to a Mac.",
-                                     formatter_class=HelpFormatter)
+    parser = OneLineParser(prog="cudalint report", exit_on_error=False,
+                           description="Decide whether a project can move to a Mac.",
+                           formatter_class=HelpFormatter)
     parser.add_argument("paths", nargs="*", type=Path,
                         help="files or folders to audit (default: .)")
     parser.add_argument("--smoke", type=Path, action="append", default=[], metavar="RUN.json",
@@ -47,11 +49,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-        runs = [load_run(path) for path in args.smoke]
         paths = args.paths or [Path(".")]
         common = Path(os.path.commonpath([p.resolve() for p in paths]))
-        config = load_config(common if common.is_dir() else common.parent, args.config)
-        decision = decide(audit(paths, config), runs)
+        root = common if common.is_dir() else common.parent
+        # A file that is not a smoke report stops the report (NotASmokeReport: exit 2).
+        runs = [load_run(path, root) for path in args.smoke]
+        config = load_config(root, args.config)
+        decision = decide(audit(paths, config), runs, project=describe(root))
         _write(decision, args)
     except (argparse.ArgumentError, ConfigError, MissingPathError, ValueError) as error:
         print(f"cudalint report: error: {error}", file=sys.stderr)

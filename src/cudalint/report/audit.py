@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cudalint import rules as registry
@@ -57,6 +57,7 @@ class Item:
 @dataclass(frozen=True)
 class Audit:
     items: tuple[Item, ...]
+    files: int = field(default=0, compare=False)  # how many files were checked
 
     def with_effort(self, *efforts: Effort) -> list[Item]:
         return [item for item in self.items if item.effort in efforts]
@@ -77,7 +78,7 @@ def audit(paths: Sequence[Path], config: Config, jobs: int | None = None) -> Aud
         unsafe = RunOptions(diff=True, unsafe_fixes=True, jobs=jobs)
         after_unsafe = [finding for report in run(paths, config, unsafe, registry=registry)
                         for finding in report.findings]
-    return classify_effort(findings, after_fix, after_unsafe)
+    return replace(classify_effort(findings, after_fix, after_unsafe), files=len(reports))
 
 
 def _unsafe_fix(finding: Finding) -> bool:

@@ -1,7 +1,9 @@
 """The guides' checklist for a move to a Mac, each item with its status and its evidence.
 
-Statuses: *done* (the evidence shows it), *open* (work or a decision is left), *failed* (a
-smoke run showed the opposite), *unchecked* (no evidence yet, or the user's to judge).
+Statuses: *done* (the evidence, which names what was checked, shows it), *open* (work or a
+decision is left), *failed* (a smoke run showed the opposite), *unchecked* (no evidence yet, or
+the user's to judge), *unknown* (there is nothing cudalint could check: no dependency file).
+Only runs that describe the project as it is now are evidence.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from cudalint.report.audit import NATIVE_FAMILIES, Audit, Effort, Item
 from cudalint.report.evidence import SmokeRun
+from cudalint.report.project import Project, unknown_project
 
 _SHOWN = 3
 
@@ -22,6 +25,7 @@ class Status(str, enum.Enum):
     OPEN = "open"
     FAILED = "failed"
     UNCHECKED = "unchecked"
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -34,14 +38,17 @@ class ChecklistItem:
         return {"title": self.title, "status": self.status.value, "evidence": self.evidence}
 
 
-def build_checklist(audit: Audit, runs: Sequence[SmokeRun]) -> list[ChecklistItem]:
+def build_checklist(audit: Audit, runs: Sequence[SmokeRun],
+                    project: Project | None = None) -> list[ChecklistItem]:
+    project = project or unknown_project()
+    runs = [run for run in runs if run.current]
     mps = [run for run in runs if run.on_mps]
     return [
-        _dependencies(audit),
+        _dependencies(audit, project),
         _components(audit),
         _mps_available(mps, runs),
         _representative_run(mps, runs),
-        _outputs_compared(mps),
+        _outputs_compared(mps, runs),
         _cpu_fallback(mps, runs),
         _recorded(runs),
         ChecklistItem("Data-handling rules respected (licences, personal data, where data may "
@@ -56,13 +63,21 @@ def _listed(items: Sequence[Item]) -> str:
     return shown + more
 
 
-def _dependencies(audit: Audit) -> ChecklistItem:
+def _dependencies(audit: Audit, project: Project) -> ChecklistItem:
     title = "Dependencies install on macOS (no CUDA pins; CUDA-only packages replaced)"
     pins = [i for i in audit.items if i.family == "CUD4"]
     if pins:
         return ChecklistItem(title, Status.OPEN, f"{len(pins)} CUDA pin(s): {_listed(pins)}")
-    return ChecklistItem(title, Status.DONE, "no CUDA pins or CUDA-only packages in "
-                         "requirements, environments, pyproject, containers or CI")
+    if not project.known:
+        return ChecklistItem(title, Status.UNKNOWN, "no CUDA pin found; the project's "
+                             "dependency files were not looked for")
+    if not project.dependency_files:
+        return ChecklistItem(title, Status.UNKNOWN, "no dependency file (requirements*.txt, "
+                             "environment.yml, pyproject.toml or setup.py dependencies, "
+                             "Pipfile, Dockerfile): nothing says what to install")
+    return ChecklistItem(title, Status.DONE, "checked "
+                         + ", ".join(project.dependency_files)
+                         + ": no CUDA pin or CUDA-only package")
 
 
 def _components(audit: Audit) -> ChecklistItem:
@@ -76,7 +91,11 @@ def _components(audit: Audit) -> ChecklistItem:
     if native:
         return ChecklistItem(title, Status.DONE, f"{len(native)} found, each guarded or "
                              f"optional: {_listed(native)}")
-    return ChecklistItem(title, Status.DONE, "no CUDA-only library or native CUDA code found")
+    if not audit.files:
+        return ChecklistItem(title, Status.UNKNOWN, "no file was checked")
+    return ChecklistItem(title, Status.DONE, f"checked {audit.files} file(s) (imports, build "
+                         "scripts, CUDA and C++ sources): no CUDA-only library or native CUDA "
+                         "code")
 
 
 def _mps_available(mps: list[SmokeRun], runs: Sequence[SmokeRun]) -> ChecklistItem:
@@ -113,15 +132,26 @@ def _representative_run(mps: list[SmokeRun], runs: Sequence[SmokeRun]) -> Checkl
     return ChecklistItem(title, Status.UNCHECKED, "no smoke run on MPS given")
 
 
-def _outputs_compared(mps: list[SmokeRun]) -> ChecklistItem:
+def _outputs_compared(mps: list[SmokeRun], runs: Sequence[SmokeRun]) -> ChecklistItem:
     title = "Important outputs compared within the study's tolerance"
     for run in mps:
-        status = run.statuses.get("compare")
-        if status == "fail":
+        comparison = run.comparison()
+        if comparison is None:
+            continue
+        if comparison.status == "fail":
             return ChecklistItem(title, Status.FAILED, run.failure())
-        if status == "pass":
-            return ChecklistItem(title, Status.DONE, f"smoke {run.target} on mps: outputs within "
-                                 f"tolerance ({run.source})")
+        return ChecklistItem(title, Status.DONE,
+                             f"smoke {run.target} on mps against {comparison.reference}: "
+                             f"within {run.tolerance_text}, largest abs diff "
+                             f"{comparison.difference} ({run.source})")
+    elsewhere = [(run, c) for run in runs if (c := run.comparison()) is not None]
+    if elsewhere:
+        run, comparison = elsewhere[0]
+        return ChecklistItem(title, Status.UNCHECKED,
+                             f"compared on {run.device} only ({comparison.status} against "
+                             f"{comparison.reference}, largest abs diff "
+                             f"{comparison.difference}; {run.source}): not on MPS; "
+                             "`cudalint smoke ... --reference ref.safetensors` on the Mac")
     return ChecklistItem(title, Status.UNCHECKED, "no MPS run compared with a reference: "
                          "`cudalint smoke ... --reference ref.safetensors` on the Mac")
 

@@ -5,14 +5,18 @@
 - **dual-track**: the Mac for prototyping, integration, inference checks and macOS regressions;
   Linux stays the reference for heavy or distributed training. When what needs CUDA is only on
   distributed-only paths or in tooling, this reads "Mac allowed for single-device work, CUDA for
-  distributed training". Work left by hand on the main path, a smoke failure off MPS, or
-  hazards a CPU run predicts for a Mac also make it.
+  distributed training" when a distributed-only path needs CUDA, "Mac allowed for the code; CUDA
+  stays in the tooling" when only pins, containers and cluster scripts do. Work left by hand on
+  the main path, a smoke failure off MPS, or hazards a CPU run predicts for a Mac also make it.
 - **MPS refused**: the main path needs native CUDA code or a CUDA-only library without a
   guard, or a smoke check failed on MPS.
 
 The evidence level says what the verdict rests on: static findings (*provisional*, with the
 smoke command that would confirm it), a CPU smoke pass (*portable*, not proof that MPS works),
 an MPS smoke pass within tolerance (*confirmed*), or a failed smoke check (*smoke-failed*).
+Only smoke runs that describe the project as it is now are evidence; stale ones are shown, with
+why, and never used. A decision on a project with fixable findings holds after
+`cudalint check --fix`, and says so.
 """
 
 from __future__ import annotations
@@ -27,8 +31,12 @@ from cudalint.report.audit import Audit, Effort, Item
 from cudalint.report.checklist import ChecklistItem, build_checklist
 from cudalint.report.evidence import Evidence, SmokeRun
 from cudalint.report.paths import PathClass
+from cudalint.report.project import Project, unknown_project
+from cudalint.report.tested import Tested, what_was_tested
 
 SINGLE_DEVICE = "Mac allowed for single-device work, CUDA for distributed training"
+TOOLING_ONLY = ("Mac allowed for the code; CUDA stays in the tooling (pins, containers, CI and "
+                "cluster scripts)")
 _HEADLINES = {
     "mac-allowed": "Mac allowed",
     "dual-track": "dual-track: the Mac for prototyping, integration, inference checks and "
@@ -68,12 +76,42 @@ class Decision:
     evidence: Evidence
     evidence_note: str
     confirm: str | None  # the command that would confirm or firm up the verdict
-    scope: str | None = None  # SINGLE_DEVICE when only distributed/tooling paths need CUDA
+    scope: str | None = None  # SINGLE_DEVICE or TOOLING_ONLY: what needs CUDA is off the main path
     reasons: list[Reason] = field(default_factory=list)
     notes: list[Reason] = field(default_factory=list)
     audit: Audit = field(default_factory=lambda: Audit(()))
     checklist: list[ChecklistItem] = field(default_factory=list)
-    runs: tuple[SmokeRun, ...] = ()
+    runs: tuple[SmokeRun, ...] = ()  # every run given, stale ones too
+    project: Project = field(default_factory=unknown_project)
+    tested: Tested = field(default_factory=lambda: what_was_tested(()))
+    next_steps: list[str] = field(default_factory=list)
+
+    @property
+    def current_runs(self) -> tuple[SmokeRun, ...]:
+        return tuple(run for run in self.runs if run.current)
+
+    @property
+    def stale_runs(self) -> tuple[SmokeRun, ...]:
+        return tuple(run for run in self.runs if not run.current)
+
+    @property
+    def title(self) -> str:
+        return f"cudalint migration decision: {self.project.name}"
+
+    @property
+    def holds_after(self) -> str | None:
+        """When the decision assumes fixes not applied yet: the command and what it removes."""
+        fixable = self.audit.count(Effort.FIXABLE)
+        if not fixable:
+            return None
+        return f"holds after `cudalint check --fix`, which removes {fixable} finding(s)"
+
+    @property
+    def identity(self) -> str:
+        """Project, commit, date, cudalint version: one line."""
+        project = self.project
+        return (f"{project.name} at {project.commit_text}; {project.date}; cudalint "
+                f"{project.version}")
 
     @property
     def headline(self) -> str:
@@ -94,8 +132,11 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "title": self.title,
+            "project": self.project.to_dict(),
             "verdict": self.verdict.value,
             "headline": self.headline,
+            "holds_after": self.holds_after,
             "scope": self.scope,
             "evidence": self.evidence.value,
             "evidence_note": self.evidence_note,
@@ -108,18 +149,25 @@ class Decision:
             "paths": self.paths,
             "families": dict(sorted(Counter(item.family for item in self.audit.items).items())),
             "checklist": [item.to_dict() for item in self.checklist],
-            "smoke": [{"source": run.source, "target": run.target, "device": run.device,
-                       "passed": run.passed} for run in self.runs],
+            "smoke": [run.to_dict() for run in self.runs],
+            "tested": self.tested.to_dict(),
+            "next_steps": self.next_steps,
             "findings": [item.to_dict() for item in self.audit.items],
         }
 
 
-def decide(audit: Audit, runs: Sequence[SmokeRun] = (), target: str | None = None) -> Decision:
-    """`target`: the smoke TARGET to suggest when no run names one."""
-    runs = tuple(runs)
+def decide(audit: Audit, runs: Sequence[SmokeRun] = (), target: str | None = None,
+           project: Project | None = None) -> Decision:
+    """`target`: the smoke TARGET to suggest when no run names one (else the project's first
+    smoke target). Stale runs are kept to be shown; only current ones decide."""
+    project = project or unknown_project()
+    given = tuple(runs)
+    runs = tuple(run for run in given if run.current)
+    target = target or next(iter(project.smoke_targets), None)
     blockers = [i for i in audit.items if i.path is PathClass.MAIN and i.effort is Effort.BLOCKER]
     by_hand = [i for i in audit.items if i.path is PathClass.MAIN and i.effort is Effort.BY_HAND]
     side = [i for i in audit.items if i.path in _SIDE_PATHS and i.effort in _WORK]
+    distributed = [i for i in side if i.path is PathClass.DISTRIBUTED]
     failed_mps = [run for run in runs if not run.passed and run.on_mps]
     failed_off = [run for run in runs if not run.passed and not run.on_mps]
     predicted = [run for run in runs if run.passed and not run.on_mps and run.predicted]
@@ -134,16 +182,80 @@ def decide(audit: Audit, runs: Sequence[SmokeRun] = (), target: str | None = Non
     elif by_hand or failed_off or predicted:
         verdict = Verdict.DUAL_TRACK
     elif side:
-        verdict, scope = Verdict.DUAL_TRACK, SINGLE_DEVICE
+        verdict = Verdict.DUAL_TRACK
+        scope = SINGLE_DEVICE if distributed else TOOLING_ONLY
     else:
         verdict = Verdict.MAC_ALLOWED
         reasons = [_allowed_reason(audit)]
     command = _confirm_command(runs, target)
     evidence, note = _evidence(verdict, runs, bool(blockers), command)
-    notes = _notes(audit) + [Reason(text, run.source) for run in runs
-                             for text in run.protocol_notes()]
-    return Decision(verdict, evidence, note, command, scope, reasons, notes, audit,
-                    build_checklist(audit, runs), runs)
+    notes = (_notes(audit) + [Reason(text, run.source) for run in runs
+                              for text in run.protocol_notes()]
+             + [Reason(f"stale: {'; '.join(run.stale)}: smoke {run.target} on {run.device} "
+                       "gives no evidence", run.source) for run in given if not run.current])
+    decision = Decision(verdict, evidence, note, command, scope, reasons, notes, audit,
+                        build_checklist(audit, runs, project), given, project,
+                        what_was_tested(runs))
+    decision.next_steps = next_steps(decision, target)
+    return decision
+
+
+def next_steps(decision: Decision, target: str | None) -> list[str]:
+    """What to do next, concretely: the fixes, the smoke runs to write or run, the work by
+    hand, and what is left to a person."""
+    audit, project = decision.audit, decision.project
+    steps = []
+    if audit.count(Effort.FIXABLE):
+        steps.append(f"`cudalint check --fix`: removes {audit.count(Effort.FIXABLE)} finding(s)")
+    if audit.count(Effort.UNSAFE_FIXABLE):
+        steps.append("`cudalint check --fix --unsafe-fixes --diff`: review, then apply: "
+                     f"removes {audit.count(Effort.UNSAFE_FIXABLE)} more")
+    steps += [f"by hand: {where}: {', '.join(codes)}" for where, codes in _by_hand(audit)]
+    for run in decision.stale_runs:
+        steps.append(f"rerun `cudalint smoke {run.target} --device {run.device} --json "
+                     f"{run.source}`: the run given is stale ({'; '.join(run.stale)})")
+    current = decision.current_runs
+    devices = {run.device for run in current}
+    if target is None:
+        steps.append("write a smoke target: `cudalint smoke --init`, or a function "
+                     "`f(device)` that runs one training step; then `cudalint smoke FILE:f`")
+    else:
+        reference = next(iter(project.references), None)
+        compare = (f" --reference {reference}" if reference
+                   else " (save a reference on the CUDA server first: `cudalint smoke "
+                        f"{target} --device cuda --save-reference ref.safetensors`)")
+        if "cpu" not in devices:
+            steps.append(f"`cudalint smoke {target} --device cpu"
+                         + (f" --reference {reference}" if reference else "")
+                         + " --json smoke-cpu.json`")
+        if "mps" not in devices:
+            steps.append(f"on the Mac: `cudalint smoke {target} --device mps"
+                         + (f" --reference {reference} --json smoke-mps.json`" if reference
+                            else f" --json smoke-mps.json`{compare}"))
+        resumable = next(iter(project.resumable_targets), None)
+        if resumable and not any(run.statuses.get("interrupted") in ("pass", "fail")
+                                 for run in current):
+            steps.append(f"resume after a save: `cudalint smoke {resumable} --interrupt 2`")
+    if current:
+        steps.append("pass the smoke JSON files to `cudalint report --smoke ...` and keep them "
+                     "with this sheet")
+    for item in decision.checklist:
+        if item.status.value == "unknown":
+            steps.append(f"by hand: {item.title}: {item.evidence}")
+    steps.append("by hand: check the data-handling rules (licences, personal data, where data "
+                 "may be copied)")
+    return steps
+
+
+def _by_hand(audit: Audit) -> list[tuple[str, list[str]]]:
+    """The main path's work by hand and blockers, one entry per file:line."""
+    per_line: dict[str, list[str]] = {}
+    for item in audit.items:
+        if item.path is PathClass.MAIN and item.effort in _WORK:
+            codes = per_line.setdefault(item.where, [])
+            if item.finding.code and item.finding.code not in codes:
+                codes.append(item.finding.code)
+    return list(per_line.items())
 
 
 def _finding_reason(item: Item, label: str) -> Reason:

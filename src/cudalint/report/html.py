@@ -1,10 +1,13 @@
-"""The decision as one self-contained HTML page for a lab meeting: inline CSS and SVG charts
-(findings per family by effort, the effort left), where CUDA lives per directory, the checklist
-and every finding. No script, no external file."""
+"""The decision as one self-contained HTML page for a lab meeting: who and what it is about (the
+project, its commit, the date, cudalint's version, each smoke run's machine), the smoke runs and
+their comparisons, what was and was not tested, inline CSS and SVG charts (findings per family
+by effort, the effort left), where CUDA lives per directory, the checklist, the next steps and
+every finding. No script, no external file; a print stylesheet lays it out on A4."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from html import escape
@@ -12,6 +15,8 @@ from pathlib import PurePosixPath
 
 from cudalint.report.audit import Effort, Item
 from cudalint.report.decision import Decision
+from cudalint.report.render import banner, comparisons
+from cudalint.report.tested import FAIL, NOT_RUN, PASS
 
 COLOURS = {
     Effort.FIXABLE: "#2e7d32", Effort.UNSAFE_FIXABLE: "#9ccc65", Effort.BY_HAND: "#f9a825",
@@ -29,7 +34,19 @@ th{background:#f4f4f4}td.n{text-align:right}
 .open{color:#ef6c00;font-weight:600}.unchecked{color:#666;font-weight:600}
 .legend span{display:inline-block;margin-right:1em}
 .legend i{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}
-code{background:#f4f4f4;padding:0 .2em}
+code{background:#f4f4f4;padding:0 .2em}header code{background:rgba(255,255,255,.2)}
+td.pass{color:#2e7d32;font-weight:600}td.fail{color:#c62828;font-weight:600}
+td.not-run{color:#666}.stale{color:#c62828;font-weight:600}
+td small{display:block;color:#555;font-weight:400}
+@media print{
+@page{size:A4;margin:14mm 12mm}
+body{font-size:9.5pt;max-width:none;margin:0;padding:0;color:#000}
+header{color:#000;background:none!important;border:2px solid #000}
+header code{background:#eee}
+h2{break-after:avoid}tr,svg{break-inside:avoid}thead{display:table-header-group}
+table{font-size:8.5pt}svg{max-width:100%;height:auto}
+section#findings{break-before:page}
+}
 """
 _BAR = 420  # px for the longest bar
 _ROW = 26
@@ -39,27 +56,94 @@ def to_html(decision: Decision) -> str:
     items = decision.audit.items
     body = [
         _header(decision),
+        _section("smoke", "Smoke runs", _runs(decision)),
+        _section("comparisons", "Comparisons", _comparisons(decision)),
+        _section("tested", "Tested / not tested", _tested(decision)),
         _section("effort", "Effort left", _effort_chart(decision.effort)
-                 + f"<p>{escape(_fix_sentence(decision))}</p>"),
+                 + f"<p>{_rich(_fix_sentence(decision))}</p>"),
         _section("families", "Findings per family and category",
                  _legend() + _family_chart(items)),
         _section("reasons", "Why", _reasons(decision)),
         _section("checklist", "Checklist", _checklist(decision)),
+        _section("next-steps", "Next steps", _next_steps(decision)),
         _section("directories", "Where CUDA lives, per directory", _directories(items)),
         _section("paths", "Per path", _paths(decision.paths)),
         _section("findings", "Every finding", _findings(items)),
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<title>cudalint migration decision</title>"
+            f"<title>{escape(decision.title)}</title>"
             f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
 def _header(decision: Decision) -> str:
     return (f'<header id="verdict" class="{decision.verdict.value}" '
             f'data-verdict="{decision.verdict.value}" data-evidence="{decision.evidence.value}">'
-            f"<h1>Decision: {escape(decision.headline)}</h1>"
+            f"<h1>{escape(decision.title)}</h1>"
+            f'<p id="identity">{escape(decision.identity)}</p>'
+            f'<p id="banner"><strong>{_rich(banner(decision))}</strong></p>'
             f"<p>Evidence: <strong>{decision.evidence.value}</strong> — "
-            f"{escape(decision.evidence_note)}</p></header>")
+            f"{_rich(decision.evidence_note)}</p></header>")
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _rich(text: str) -> str:
+    """Escaped text whose `backticks` are code."""
+    return _CODE.sub(lambda match: f"<code>{match.group(1)}</code>", escape(text, quote=False))
+
+
+def _runs(decision: Decision) -> str:
+    if not decision.runs:
+        return "<p>No smoke run given: the decision rests on the static findings.</p>"
+    rows = []
+    for run in decision.runs:
+        state = ("current" if run.current
+                 else f'<span class="stale">stale</span>: {_rich("; ".join(run.stale))}')
+        rows.append([_td(run.source), _td(run.target), _td(run.device),
+                     _td("pass" if run.passed else "fail", "pass" if run.passed else "fail"),
+                     _td(run.machine), _td(run.date or "not recorded"),
+                     _td(run.tolerance_text),
+                     f'<td data-current="{str(run.current).lower()}">{state}</td>'])
+    return _table("smoke-table", ["file", "target", "device", "result", "machine", "date",
+                                  "tolerance", "describes the project now"], rows)
+
+
+def _comparisons(decision: Decision) -> str:
+    found = comparisons(decision)
+    if not found:
+        return "<p>No current run compared its outputs with a reference.</p>"
+    rows = [[_td(run.source), _td(run.device),
+             f'<td data-reference-device="{escape(c.device)}">{escape(c.reference)}</td>',
+             _td(c.status, c.status),
+             f'<td data-largest="{escape(c.largest or "")}">{escape(c.difference)}</td>',
+             _td(run.tolerance_text)] for run, c in found]
+    return _table("comparisons-table", ["run", "ran on", "reference", "result",
+                                        "largest abs diff", "tolerance"], rows)
+
+
+_CELL = {PASS: "pass", FAIL: "fail", NOT_RUN: "not-run"}
+
+
+def _tested(decision: Decision) -> str:
+    table = decision.tested
+    rows = []
+    for row in table.rows:
+        cells = [_td(row.question + (f" ({', '.join(row.checks)})" if row.checks else ""))]
+        for column in table.columns:
+            cell = row.cells[column]
+            small = "; ".join(part for part in (", ".join(cell.sources), cell.tolerance or "",
+                                                cell.detail) if part)
+            cells.append(f'<td class="{_CELL[cell.status]}" data-column="{column}" '
+                         f'data-status="{cell.status}">{escape(cell.status)}'
+                         + (f"<small>{_rich(small)}</small>" if small else "") + "</td>")
+        rows.append(cells)
+    return _table("tested-table", ["question (smoke checks)", *table.labels], rows)
+
+
+def _next_steps(decision: Decision) -> str:
+    items = "".join(f"<li>{_rich(step)}</li>" for step in decision.next_steps)
+    return f'<ol id="next-steps-list">{items}</ol>'
 
 
 def _section(ident: str, title: str, content: str) -> str:
@@ -129,7 +213,7 @@ def _table(ident: str, header: list[str], rows: list[list[str]]) -> str:
 
 def _td(text: object, css: str = "") -> str:
     attribute = f' class="{css}"' if css else ""
-    return f"<td{attribute}>{escape(str(text))}</td>"
+    return f"<td{attribute}>{_rich(str(text))}</td>"
 
 
 def _reasons(decision: Decision) -> str:
@@ -173,6 +257,8 @@ def _paths(paths: Mapping[str, Mapping[str, int]]) -> str:
 
 
 def _findings(items: tuple[Item, ...]) -> str:
-    rows = [[_td(item.where), _td(item.finding.code or ""), _td(item.path.value),
-             _td(item.effort.value), _td(item.finding.message)] for item in items]
+    """One row per finding and line: identical findings on one line are one row."""
+    unique = dict.fromkeys((item.where, item.finding.code or "", item.path.value,
+                            item.effort.value, item.finding.message) for item in items)
+    rows = [[_td(cell) for cell in row] for row in unique]
     return _table("findings-table", ["where", "code", "path", "effort", "message"], rows)

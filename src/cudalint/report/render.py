@@ -9,34 +9,83 @@ from rich.console import Console
 from cudalint.report.audit import Effort
 from cudalint.report.checklist import Status
 from cudalint.report.decision import Decision, Verdict
+from cudalint.report.evidence import Comparison, SmokeRun
 
 _STYLES = {Verdict.MAC_ALLOWED: "green", Verdict.DUAL_TRACK: "yellow", Verdict.REFUSED: "red"}
-_BOXES = {Status.DONE: "[x]", Status.OPEN: "[ ]", Status.FAILED: "[!]", Status.UNCHECKED: "[ ]"}
+_BOXES = {Status.DONE: "[x]", Status.OPEN: "[ ]", Status.FAILED: "[!]", Status.UNCHECKED: "[ ]",
+          Status.UNKNOWN: "[?]"}
 _SHOWN = 15
 _EFFORTS = tuple(effort.value for effort in Effort)
 
 
+def banner(decision: Decision) -> str:
+    """`Decision: HEADLINE`, and when it assumes the fixes: that it holds after them."""
+    after = f" — {decision.holds_after}" if decision.holds_after else ""
+    return f"Decision: {decision.headline}{after}"
+
+
+def run_line(run: SmokeRun) -> str:
+    """One smoke run: its file, target and device, where and when it ran, whether it is
+    current."""
+    state = "current" if run.current else f"stale: {'; '.join(run.stale)}"
+    result = "passed" if run.passed else "failed"
+    return (f"{run.source}: smoke {run.target} on {run.device} {result}; machine: "
+            f"{run.machine}; {run.date or 'date not recorded'}; tolerance "
+            f"{run.tolerance_text}; {state}")
+
+
+def comparisons(decision: Decision) -> list[tuple[SmokeRun, Comparison]]:
+    """The comparisons of the current runs, with references first."""
+    found = [(run, c) for run in decision.current_runs if (c := run.comparison()) is not None]
+    return sorted(found, key=lambda pair: pair[1].against != "reference")
+
+
+def comparison_line(run: SmokeRun, comparison: Comparison) -> str:
+    return (f"{run.source}: {run.device} against {comparison.reference}: "
+            f"{comparison.status}; largest abs diff {comparison.difference}; tolerance "
+            f"{run.tolerance_text}")
+
+
 def print_terminal(decision: Decision, console: Console | None = None) -> None:
     console = console or Console(highlight=False, soft_wrap=True)
-    console.print(f"Decision: {decision.headline}", style=f"bold {_STYLES[decision.verdict]}",
-                  markup=False)
+    console.print(decision.title, style="bold", markup=False)
+    console.print(decision.identity, markup=False)
+    console.print(banner(decision), style=f"bold {_STYLES[decision.verdict]}", markup=False)
     console.print(f"Evidence: {decision.evidence.value}: {decision.evidence_note}", markup=False)
     console.print(_effort_line(decision), markup=False)
+    _section(console, "Smoke runs", [run_line(run) for run in decision.runs])
+    _section(console, "Comparisons", [comparison_line(*pair) for pair in comparisons(decision)])
+    console.print("Tested:")
+    for line in _tested_text(decision):
+        console.print(f"  {line}", markup=False)
     _section(console, "Why", [str(reason) for reason in decision.reasons])
     _section(console, "Notes", [str(note) for note in decision.notes])
     console.print("Checklist:")
     for item in decision.checklist:
         console.print(f"  {_BOXES[item.status]} {item.title} ({item.status.value}): "
                       f"{item.evidence}", markup=False)
+    _section(console, "Next steps", decision.next_steps, everything=True)
 
 
-def _section(console: Console, title: str, lines: list[str]) -> None:
+def _tested_text(decision: Decision) -> list[str]:
+    """The tested / not-tested table, one question a line and one device a cell."""
+    table = decision.tested
+    lines = []
+    for row in table.rows:
+        cells = " | ".join(f"{label}: {row.cells[column].text()}"
+                           for column, label in zip(table.columns, table.labels, strict=True))
+        lines.append(f"{row.question}: {cells}")
+    return lines
+
+
+def _section(console: Console, title: str, lines: list[str], everything: bool = False) -> None:
     if not lines:
         return
     console.print(f"{title}:")
-    for line in lines[:_SHOWN]:
+    shown = lines if everything else lines[:_SHOWN]
+    for line in shown:
         console.print(f"  - {line}", markup=False)
-    if len(lines) > _SHOWN:
+    if len(lines) > len(shown):
         console.print(f"  ... and {len(lines) - _SHOWN} more (see --output-format json)")
 
 
@@ -55,15 +104,39 @@ def to_json(decision: Decision) -> str:
 
 def to_markdown(decision: Decision) -> str:
     lines = [
-        "# cudalint migration decision",
+        f"# {_md(decision.title)}",
         "",
-        f"**Decision: {decision.headline}**",
+        f"{_md(decision.identity)}",
+        "",
+        f"**{_md(banner(decision))}**",
         "",
         f"*Evidence: {decision.evidence.value}* — {_md(decision.evidence_note)}",
         "",
         f"{_md(_effort_line(decision))}",
         "",
     ]
+    if decision.runs:
+        lines += ["## Smoke runs", "", "| file | target | device | result | machine | date | "
+                  "tolerance | current |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {_md(run.source)} | {_md(run.target)} | {run.device} | "
+                  f"{'pass' if run.passed else 'fail'} | {_md(run.machine)} | "
+                  f"{_md(run.date or '?')} | {_md(run.tolerance_text)} | "
+                  f"{'yes' if run.current else _md('stale: ' + '; '.join(run.stale))} |"
+                  for run in decision.runs]
+        lines.append("")
+    found = comparisons(decision)
+    if found:
+        lines += ["## Comparisons", "", "| run | device | reference | result | largest abs diff "
+                  "| tolerance |", "|---|---|---|---|---|---|"]
+        lines += [f"| {_md(run.source)} | {run.device} | {_md(c.reference)} | {c.status} | "
+                  f"{_md(c.difference)} | {_md(run.tolerance_text)} |" for run, c in found]
+        lines.append("")
+    table = decision.tested
+    lines += ["## Tested / not tested", "", "| question | " + " | ".join(table.labels) + " |",
+              "|---|" + "---|" * len(table.columns)]
+    lines += [f"| {row.question} | " + " | ".join(_md(row.cells[c].text()) for c in table.columns)
+              + " |" for row in table.rows]
+    lines.append("")
     lines += _md_list("Why", [str(reason) for reason in decision.reasons])
     lines += _md_list("Notes", [str(note) for note in decision.notes])
     lines += ["## Checklist", ""]
@@ -74,7 +147,9 @@ def to_markdown(decision: Decision) -> str:
     for path, counts in decision.paths.items():
         lines.append(f"| {path} | {counts['total']} | "
                      + " | ".join(str(counts.get(e, 0)) for e in _EFFORTS) + " |")
-    return "\n".join(lines) + "\n"
+    lines.append("")
+    lines += _md_list("Next steps", decision.next_steps)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _md_list(title: str, entries: list[str]) -> list[str]:
