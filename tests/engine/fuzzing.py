@@ -21,6 +21,21 @@ from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.kinds import FileKind
 from cudalint.rules import all_rules
 
+# Classes whose methods name no term of the rules, only the aliases `sync`
+# (`torch.cuda.synchronize`) and `tc` (`torch.cuda`): the first pass must read them
+# (cudalint.engine.first_pass.outline), in every shape a method takes.
+ALIASED_METHODS = (
+    "class Runner:\n    def step(self, x):\n        sync()\n        return x\n\n"
+    "    def log(self, message):\n        print(message)\n",
+    "class Runner:\n    async def wait(self):\n        sync()\n\n"
+    "    @functools.lru_cache\n    def where(self):\n        return tc.current_device()\n",
+    "class Runner:\n    @property\n    def device(self):\n        return tc.current_device()\n\n"
+    "    @staticmethod\n    def flush():\n        sync()\n",
+    "class Runner:\n    class Inner:\n        def flush(self):\n            sync()\n\n"
+    "    def size(self):\n        return 1\n",
+    "class Runner:\n    def step(self):\n        def inner():\n            sync()\n"
+    "        return inner\n",
+)
 CUDA_LINES = (
     "import torch\n",
     "model = model.cuda()\n",
@@ -32,6 +47,8 @@ CUDA_LINES = (
     "t = x.to('cuda:0').double()\n",
     "def train_step(model, x):\n    x = x.cuda()\n    return model(x)\n",
     "class Net:\n    def to_gpu(self):\n        return self.cuda()\n",
+    *(("from torch.cuda import synchronize as sync\nimport torch.cuda as tc\n\n\n" + body)
+      for body in ALIASED_METHODS),
 )
 
 
@@ -64,17 +81,26 @@ def tables(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def programs(draw: st.DrawFn) -> str:
+def programs(draw: st.DrawFn, *, aliased_methods: bool = False) -> str:
     """A generated module with CUDA lines and tables spliced between its top-level
-    statements."""
+    statements; with `aliased_methods`, one of the classes of `ALIASED_METHODS` too, after
+    the aliases' import, at the module's end."""
     generated = draw(hypothesmith.from_grammar())
     lines = generated.splitlines(keepends=True)
     cuts = [0, *(i for i, line in enumerate(lines, 1) if line[:1] not in " \t#"), len(lines)]
     for line in draw(st.lists(st.one_of(st.sampled_from(CUDA_LINES), tables()), max_size=4)):
         at = draw(st.sampled_from(cuts))
-        lines.insert(at, line if not lines[at - 1 : at] or lines[at - 1].endswith("\n")
-                     else "\n" + line)
+        lines.insert(at, _after(lines[at - 1 : at], line))
+    if aliased_methods:  # at the end: a top-level place whatever was spliced before
+        lines.append(_after(lines[-1:], "from torch.cuda import synchronize as sync\n"
+                            "import torch.cuda as tc\n\n\n"
+                            + draw(st.sampled_from(ALIASED_METHODS))))
     return "".join(lines)
+
+
+def _after(before: list[str], text: str) -> str:
+    """`text` to splice after the line `before` holds (none: the module's start)."""
+    return text if not before or before[0].endswith("\n") else "\n" + text
 
 
 def check_properties(folder: Path, source: str) -> None:
@@ -91,6 +117,10 @@ def check_properties(folder: Path, source: str) -> None:
                                  want_edits=True, sparse=read_sparse)
                      for read_sparse in (True, False))
     assert sparse.findings == whole.findings, "reading only the relevant functions differs"
+    # Both reads above go through the first pass (a whole read still skips the functions it
+    # finds irrelevant): a read without it, every statement visited, is the reference.
+    bare = lint_python(original, path, python_rules, settings, prefilter=None, want_edits=True)
+    assert sparse.findings == bare.findings, "the first pass lost or changed a finding"
     fixed = check_file(path, FileKind.PYTHON, rules, settings,
                        RunOptions(fix=True, unsafe_fixes=True))
     after = path.read_bytes()

@@ -189,6 +189,21 @@ def test_a_file_changed_just_now_is_read_and_hashed_every_time(project, capsys, 
     assert {"train.py", "clean.py", "helpers.py"} <= set(reads)
 
 
+def test_a_file_whose_modification_time_was_set_back_just_now_is_read_every_time(
+        project, capsys, monkeypatch):
+    """The change time says it was written just now, whatever the modification time says (an
+    editor or `touch -d` may set that back): its status cannot stand for its content yet."""
+    import os
+
+    clean = project / "clean.py"
+    hour_ago = clean.stat().st_mtime_ns - 3600 * 10**9
+    os.utime(clean, ns=(hour_ago, hour_ago))
+    fresh = _check(capsys, "--output-format", "concise")
+    reads = _reads(monkeypatch)
+    assert _check(capsys, "--output-format", "concise") == fresh
+    assert "clean.py" in reads
+
+
 def test_an_edit_that_keeps_the_size_and_the_modification_time_is_seen(project, capsys,
                                                                        settled):
     """Editing sets the change time (ctime), which no program can set back."""

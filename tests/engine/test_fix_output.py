@@ -100,12 +100,29 @@ def test_a_long_chain_is_fixed_in_one_run(chdir_tmp, capsys):
         ({"README.md": "torchvision 0.8, pytorch-lightning 1.5, torch.cuda 11.3\n"}, (2, 6)),
         ({"README.md": "Needs PyTorch 2.8 or later.\n"}, (2, 6)),
         ({"README.md": "PyTorch 1.7\n", "requirements.txt": "torch>=2.1\n"}, (2, 1)),
+        # A folder of requirement files, as many projects split them.
+        ({"requirements/base.txt": "torch>=1.9\n"}, (1, 9)),
+        ({"requirements/base.txt": "numpy\n", "requirements/gpu.txt": "-r base.txt\n"
+          "torch==1.12.1+cu113\n"}, (1, 12)),
+        ({"requirements.txt": "torch>=2.1\n", "requirements/ci.txt": "torch>=1.11\n"},
+         (1, 11)),
+        ({"requirements/dev.txt": "pytest\n", "README.md": "PyTorch 2.8\n"}, (2, 6)),
     ],
 )
 def test_target_torch_is_the_project_floor(tmp_path, files, floor):
     for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert project.settings_for(Config(root=tmp_path)).target_torch == floor
+
+
+def test_a_floor_in_a_folder_of_requirement_files_is_stated(tmp_path):
+    """`requirements/base.txt` states the floor as `requirements.txt` does: a fix that needs
+    a newer torch is safe only from a stated floor."""
+    (tmp_path / "requirements").mkdir()
+    (tmp_path / "requirements" / "base.txt").write_text("numpy\ntorch>=2.3\n")
+    settings = project.settings_for(Config(root=tmp_path))
+    assert settings.target_torch == (2, 3) and settings.torch_stated
 
 
 def test_the_setting_wins_over_the_project_files(tmp_path):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import runpy
 import stat
+import sys
 from pathlib import Path
 
 import libcst as cst
 import pytest
+import torch
 
 from cudalint.cli import main
 from cudalint.engine.lint import autofix
@@ -113,10 +116,30 @@ def test_unsafe_fixes_need_the_flag(chdir_tmp, capsys, unsafe):
             capsys.readouterr().out
 
 
-def test_fixed_files_parse(chdir_tmp):
+def test_fixed_files_parse_and_move_to_the_device_they_named(chdir_tmp, monkeypatch):
+    """The fixed file is exactly the rewrite (the helper imported once, `.cuda(0)` moved to
+    `pick_device(0)`), parses, and runs: on a CUDA machine it names cuda:0 as before, here
+    it moves the tensor to the CPU with its values."""
     Path("a.py").write_text("def f(x):\n    return x.cuda(0)\n")
     main(["check", "--fix", "."])
-    cst.parse_module(Path("a.py").read_text())
+    text = Path("a.py").read_text()
+    assert text == "from _device import pick_device\n\ndef f(x):\n    return x.to(pick_device(0))\n"
+    cst.parse_module(text)
+    monkeypatch.syspath_prepend(str(chdir_tmp))
+    monkeypatch.delitem(sys.modules, "_device", raising=False)  # another test's helper
+    monkeypatch.delenv("CUDALINT_DEVICE", raising=False)
+    fixed = runpy.run_path(str(chdir_tmp / "a.py"))
+    helper = sys.modules["_device"]
+    assert Path(helper.__file__).resolve() == (chdir_tmp / "_device.py").resolve()
+    monkeypatch.setattr(helper, "_cuda_available", lambda: True)
+    assert fixed["pick_device"](0) == torch.device("cuda", 0)
+    monkeypatch.setattr(helper, "_cuda_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(helper, "_other_accelerator", lambda: None)
+    x = torch.arange(3.0)
+    moved = fixed["f"](x)
+    assert moved.device == torch.device("cpu") and torch.equal(moved, x)
+    monkeypatch.delitem(sys.modules, "_device", raising=False)
 
 
 def test_long_helper_import_is_wrapped_one_name_a_line(chdir_tmp):

@@ -6,7 +6,10 @@ making the system call fail as the kernel would."""
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
+import shutil
 import signal
 import stat
 import struct
@@ -52,6 +55,77 @@ def test_a_read_only_file_is_reported_not_replaced(tmp_path, capsys):
     assert outcome.codes("bad.py") == ["CUD102"]  # its findings, as it stays
     assert bad.read_text() == GOOD and stat.S_IMODE(bad.stat().st_mode) == 0o444
     assert_fixed(good)
+
+
+# What a user without root privileges runs: a child that drops them when the tests run as root
+# (after importing all it needs: the interpreter may lie in root's home), or runs as it is.
+_UNPRIVILEGED = textwrap.dedent("""
+    import contextlib, io, os, sys
+    from cudalint.cli import main
+    def check(folder):
+        return main(["check", "--fix", "--no-cache", "--output-format", "json", folder])
+    with contextlib.redirect_stdout(io.StringIO()):
+        check(sys.argv[1])  # the same run once, so that every module it imports is loaded
+    if os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(65534, 65534, 65534)
+        os.setresuid(65534, 65534, 65534)
+    assert os.geteuid() != 0 and not os.access("/root", os.W_OK)
+    sys.exit(check(sys.argv[2]))
+""")
+
+
+def _user_tree(top: Path, name: str) -> tuple[Path, Path]:
+    """A project the unprivileged user owns: a read-only bad.py and a good.py."""
+    root = top / name
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    bad, good = _tree(root)
+    bad.chmod(0o444)
+    return bad, good
+
+
+def test_a_read_only_file_is_not_replaced_for_a_user_without_root():
+    """A rename replaces a read-only file as easily as a writable one (only the folder's
+    permission counts): the refusal is cudalint's own, for root and for everyone else."""
+    top = Path(tempfile.mkdtemp(prefix="cudalint-user-"))  # root's tmp_path is root's alone
+    try:
+        _user_tree(top, "warm")  # for the run that loads every module first
+        bad, good = _user_tree(top, "project")
+        if os.geteuid() == 0:
+            for path in [top, *top.rglob("*")]:
+                os.lchown(path, 65534, 65534)
+        top.chmod(0o755)
+        done = subprocess.run(
+            [sys.executable, "-c", _UNPRIVILEGED, str(top / "warm"), str(top / "project")],
+            capture_output=True, text=True, timeout=120, cwd=top,
+            env={**os.environ, "PYTHONPATH": SOURCE, "PYTHONDONTWRITEBYTECODE": "1"})
+        found = json.loads(done.stdout)
+        errors = [f["message"] for f in found if f["code"] is None]
+        assert errors == ["not written: the file is read-only (mode 0444)"], done.stderr
+        assert done.returncode == 1
+        assert sorted(str(f["code"]) for f in found if f["filename"].endswith("bad.py")) == [
+            "CUD102", "None"]  # its finding, and the error line
+        assert bad.read_text() == GOOD and stat.S_IMODE(bad.stat().st_mode) == 0o444
+        assert_fixed(good)
+    finally:
+        shutil.rmtree(top)
+
+
+@pytest.mark.parametrize(("mode", "writable"), [
+    pytest.param(0o444, True, id="no-write-bit-though-access-allows-it-as-for-root"),
+    pytest.param(0o644, False, id="write-bit-but-not-for-this-user"),
+])
+def test_the_read_only_check_itself(tmp_path, monkeypatch, mode, writable):
+    """Both halves of the check, whoever runs the tests: the mode, which root's access()
+    ignores, and access(), for a file another user owns."""
+    path = tmp_path / "train.py"
+    path.write_text(GOOD)
+    path.chmod(mode)
+    monkeypatch.setattr(os, "access", lambda *_args, **_kwargs: writable)
+    with pytest.raises(WriteError, match=re.escape(f"read-only (mode {mode:04o})")):
+        write_fixed(path, b"changed\n", GOOD.encode())
+    assert path.read_text() == GOOD and stat.S_IMODE(path.stat().st_mode) == mode
 
 
 def test_an_immutable_file_is_reported_not_replaced(tmp_path, capsys, monkeypatch):
@@ -133,6 +207,53 @@ def test_nothing_is_written_through_a_link(tmp_path):
     with pytest.raises(WriteError, match="a symbolic link"):
         write_fixed(link, b"changed\n", GOOD.encode())
     assert real.read_text() == GOOD and link.is_symlink()
+
+
+def test_a_file_that_became_a_link_while_checked_is_not_written_through(tmp_path, capsys,
+                                                                        monkeypatch):
+    """Swapped for a link between the read and the write: the link stays a link, the file it
+    points to stays as it was, the file's finding is still reported, and the run fails."""
+    bad, good = _tree(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "target.py"
+    target.write_text(GOOD)
+    fix_python = autofix.fix_python
+
+    def swapping_fix(data, path, *args, **kwargs):
+        outcome = fix_python(data, path, *args, **kwargs)
+        if path.name == "bad.py":
+            path.unlink()
+            path.symlink_to(target)
+        return outcome
+
+    monkeypatch.setattr(autofix, "fix_python", swapping_fix)
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(bad), str(good))
+    assert outcome.code == 1
+    assert outcome.errors("bad.py") == ["not written: a symbolic link (fix the file it points to)"]
+    assert outcome.codes("bad.py") == ["CUD102"]
+    assert bad.is_symlink() and os.readlink(bad) == str(target)
+    assert target.read_text() == GOOD
+    assert [p.name for p in elsewhere.iterdir()] == ["target.py"]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert_fixed(good)
+
+
+def test_a_link_to_a_file_outside_the_project_is_skipped_not_followed(tmp_path, capsys):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    outside = tmp_path / "outside.py"
+    outside.write_text(GOOD)
+    link = project / "link.py"
+    link.symlink_to(outside)
+    good = good_file(project)
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(link), str(good))
+    assert outcome.code == 1
+    assert outcome.errors("link.py") == [
+        "a symbolic link to a file outside the project; skipped"]
+    assert link.is_symlink() and outside.read_text() == GOOD
+    assert_fixed(good)
 
 
 def test_an_in_place_write_checks_the_text_it_replaces(tmp_path):

@@ -1,5 +1,7 @@
-"""A function's own import whose last use a fix took goes with it (no new F401); one the
-function still reads, or never read, stays."""
+"""An import whose last use a fix took goes with it (no new F401); one still read, or never
+read, stays. At the top of the module (cudalint.engine.fixes.imports: `--fix`'s text and the
+edits JSON and the language server report) and in a function
+(cudalint.engine.fixes.local_imports)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.cli import main
+from tests.lint import run_on
 
 SOURCE = '''import torch
 
@@ -83,3 +86,60 @@ def test_the_fix_adds_no_unused_import(tmp_path, capsys):
 
     assert fixed
     assert unused("train.py") <= unused("before.py")
+
+
+# -- top-level imports ------------------------------------------------------------------------
+def _fix(tmp_path: Path, source: str) -> str:
+    return run_on(tmp_path, source, fix=True, unsafe=True)[1].decode()
+
+
+def _edits(tmp_path: Path, source: str, code: str) -> list[tuple[str, int, int]]:
+    """(content, first row, end row) of each edit of the one `code` finding's fix."""
+    found = [f for f in run_on(tmp_path, source)[0].findings if f.code == code]
+    assert len(found) == 1 and found[0].fix is not None, found
+    return [(e.content, e.location.row, e.end_location.row) for e in found[0].fix.edits]
+
+
+def test_the_import_of_a_name_whose_last_use_is_rewritten_is_removed(tmp_path):
+    source = ("import torch\nfrom torch.cuda.amp import autocast\n\n"
+              "with autocast():\n    pass\n")
+    assert _fix(tmp_path, source) == (
+        "import torch\nfrom cudalint.device import pick_device\n\n"
+        "with torch.autocast(pick_device().type):\n    pass\n")
+    # What JSON, SARIF and the language server offer removes the same line (row 2).
+    assert ("", 2, 3) in _edits(tmp_path, source, "CUD106")
+
+
+def test_a_module_import_whose_last_use_is_rewritten_is_removed(tmp_path):
+    source = "import torch\n\ntorch.cuda.synchronize()\n"
+    assert _fix(tmp_path, source) == "from cudalint.device import synchronize\n\nsynchronize()\n"
+    assert ("", 1, 2) in _edits(tmp_path, source, "CUD105")
+    aliased = "import torch as th\n\nth.cuda.empty_cache()\n"
+    assert _fix(tmp_path, aliased) == "from cudalint.device import empty_cache\n\nempty_cache()\n"
+
+
+def test_a_module_import_still_used_elsewhere_is_kept(tmp_path):
+    source = "import torch\n\ntorch.cuda.synchronize()\nx = torch.ones(1)\n"
+    assert _fix(tmp_path, source) == (
+        "import torch\nfrom cudalint.device import synchronize\n\n"
+        "synchronize()\nx = torch.ones(1)\n")
+    assert all(content for content, _, _ in _edits(tmp_path, source, "CUD105"))  # no removal
+
+
+def test_a_from_import_still_read_elsewhere_is_kept(tmp_path):
+    source = "from torch.cuda.amp import autocast\n\nwith autocast():\n    pass\nprint(autocast)\n"
+    fixed = _fix(tmp_path, source)
+    assert fixed.startswith("from torch.cuda.amp import autocast\nimport torch\n"), fixed
+    assert "print(autocast)" in fixed
+
+
+def test_only_the_emptied_name_of_a_from_import_is_removed(tmp_path):
+    source = ("import torch\nfrom torch.cuda.amp import GradScaler, autocast\n\n"
+              "print(GradScaler)\n\nwith autocast():\n    pass\n")
+    fixed = run_on(tmp_path, source, codes=["CUD106"], fix=True, unsafe=True)[1].decode()
+    assert fixed.splitlines()[:3] == [
+        "import torch", "from torch.cuda.amp import GradScaler",
+        "from cudalint.device import pick_device"]
+    found = run_on(tmp_path, source, codes=["CUD106"])[0].findings
+    edits = [(e.content, e.location.row) for f in found if f.fix for e in f.fix.edits]
+    assert ("from torch.cuda.amp import GradScaler\n", 2) in edits

@@ -142,3 +142,50 @@ def test_diff_writes_nothing(tmp_path, capsys):
     assert "def pick_device(device=None):  # cudalint device helper" in out
     assert "device helper" not in out.split("@@")[0] or "_device.py" not in out
     assert path.read_text() == text
+
+
+def _fixed_cells(tmp_path: Path, capsys, *cells: dict) -> list[str]:
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_notebook(*cells))
+    main(["check", "--fix", "--no-cache", str(path)])
+    capsys.readouterr()
+    return ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]]
+
+
+def test_the_helper_goes_after_a_cells_magic_and_shell_lines(tmp_path, capsys):
+    """`!pip install` and `%load_ext` first, then the cell's imports, then the helper."""
+    sources = _fixed_cells(tmp_path, capsys, _code([
+        "!pip install -q timm\n", "%load_ext autoreload\n", "import torch\n",
+        "x = torch.ones(2).cuda()"]))
+    assert len(sources) == 1
+    lines = sources[0].splitlines()
+    assert lines[:3] == ["!pip install -q timm", "%load_ext autoreload", "import torch"]
+    helper = inline_block(["pick_device"]).splitlines()
+    assert lines[4 : 4 + len(helper)] == helper
+    assert lines[-1] == "x = torch.ones(2).to(pick_device())"
+
+
+def test_magic_lines_between_the_imports_stay_above_the_helper(tmp_path, capsys):
+    sources = _fixed_cells(tmp_path, capsys, _code([
+        "import os\n", "%env CUDA_VISIBLE_DEVICES=0\n", "import torch\n", "m = net.cuda()"]))
+    lines = sources[0].splitlines()
+    assert lines[:3] == ["import os", "%env CUDA_VISIBLE_DEVICES=0", "import torch"]
+    assert lines.index(inline_block(["pick_device"]).splitlines()[0]) > 2
+
+
+def test_a_cell_magic_stays_first_and_its_cell_gets_no_helper(tmp_path, capsys):
+    """What a `%%timeit` cell defines does not outlive it: the helper goes in a new first
+    cell, and the magic stays its cell's first line."""
+    timed = "%%timeit -n 1\nimport torch\ny = torch.ones(2)\n"
+    sources = _fixed_cells(tmp_path, capsys, _code(timed), _code("z = y.cuda()\n"))
+    assert len(sources) == 3
+    assert sources[0] == inline_block(["pick_device"]).rstrip("\n")
+    assert sources[1] == timed
+    assert sources[2] == "z = y.to(pick_device())\n"
+
+
+def test_a_cell_without_imports_keeps_its_magics_first(tmp_path, capsys):
+    sources = _fixed_cells(tmp_path, capsys,
+                           _code(["%matplotlib inline\n", "!nvidia-smi\n", "x = m.cuda()"]))
+    assert sources[0] == inline_block(["pick_device"]).rstrip("\n")
+    assert sources[1] == "%matplotlib inline\n!nvidia-smi\nx = m.to(pick_device())"

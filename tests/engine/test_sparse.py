@@ -426,3 +426,69 @@ def test_an_editor_check_of_a_file_naming_no_term_covers_every_unit() -> None:
     assert [u.name for u in result.units] == ["load", "__iter__"]
     assert result.checked == result.units
     assert result.findings == []
+
+
+# A method naming no term of the rules but an alias an import of a term binds: the alias counts
+# as a term (`sync` is `torch.cuda.synchronize`), whatever shape the method has. `log` names
+# nothing and is not read.
+ALIAS_HEAD = """\
+import functools
+
+from torch.cuda import synchronize as sync
+import torch.cuda as tc
+
+
+"""
+ALIASED_METHODS = {
+    "method": ("class Trainer:\n    def step(self, x):\n        sync()\n        return x\n",
+               [("CUD105", 9, 9)]),
+    "async method": ("class Trainer:\n    async def step(self):\n        sync()\n",
+                     [("CUD105", 9, 9)]),
+    "decorated method": ("class Trainer:\n    @functools.lru_cache\n    def where(self):\n"
+                         "        return tc.current_device()\n", [("CUD105", 10, 16)]),
+    "property": ("class Trainer:\n    @property\n    def device(self):\n"
+                 "        return tc.current_device()\n", [("CUD105", 10, 16)]),
+    "static method": ("class Trainer:\n    @staticmethod\n    def wait():\n        sync()\n",
+                      [("CUD105", 10, 9)]),
+    "nested class": ("class Trainer:\n    class Inner:\n        def flush(self):\n"
+                     "            sync()\n", [("CUD105", 10, 13)]),
+    "function in a method": ("class Trainer:\n    def step(self):\n        def inner():\n"
+                             "            sync()\n        return inner\n",
+                             [("CUD105", 10, 13)]),
+    "second of two classes": ("class Plain:\n    def size(self):\n        return 1\n\n\n"
+                              "class Trainer:\n    def step(self):\n        sync()\n",
+                              [("CUD105", 14, 9)]),
+}
+LOG = "\n    def log(self, message):\n        print(message)\n"
+
+
+@pytest.mark.parametrize("shape", sorted(ALIASED_METHODS))
+def test_a_method_using_an_aliased_cuda_import_is_read(shape: str) -> None:
+    """The first pass (`hidden_parts` for a sparse read, `outline`'s skipped methods for a
+    whole one) reads a method that names only an import's alias; the finding is there in
+    both reads, at its place, and the method that names nothing is still left unread."""
+    body, expected = ALIASED_METHODS[shape]
+    source = ALIAS_HEAD + body + LOG
+    for sparse in (True, False):
+        result = _check(source, sparse=sparse)
+        assert [(f.code, f.location.row, f.location.column) for f in result.findings] \
+            == expected, (shape, sparse)
+    sparse_read = _check(source, sparse=True)
+    assert sparse_read.module is not None
+    code = sparse_read.module.code
+    assert "print(message)" not in code
+    assert ("sync()" in code) or ("tc.current_device()" in code)
+    if shape == "second of two classes":
+        assert "return 1" not in code
+
+
+def test_an_alias_of_an_import_naming_no_term_does_not_make_a_method_read() -> None:
+    """`nn` in `from torch import cuda, nn` binds nothing the rules look for."""
+    source = ("from torch import cuda, nn\n\n\nclass Net:\n    def layer(self):\n"
+              "        return nn.Linear(2, 2)\n\n    def place(self):\n"
+              "        return cuda.current_device()\n")
+    sparse = _check(source, sparse=True)
+    assert sparse.module is not None
+    assert "nn.Linear" not in sparse.module.code and "cuda.current_device" in sparse.module.code
+    assert [(f.code, f.location.row) for f in sparse.findings] == [("CUD105", 9)]
+    assert sparse.findings == _check(source, sparse=False).findings

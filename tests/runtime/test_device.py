@@ -131,6 +131,13 @@ def test_cuda_bad_index(on_cuda: Recorder) -> None:
         dev.pick_device("one")
 
 
+@pytest.mark.parametrize("index", [-1, -2])
+def test_negative_index_is_refused_by_the_helper(on_cuda: Recorder, index: int) -> None:
+    """The helper's own message, not torch's error for `torch.device("cuda", -1)`."""
+    with pytest.raises(ValueError, match="must not be negative"):
+        dev.pick_device(index)
+
+
 def test_mps_drops_the_index(on_mps: Recorder) -> None:
     picked = dev.pick_device("2")
     assert picked == torch.device("mps")

@@ -371,3 +371,22 @@ def test_only_references_rooted_in_torch_are_looked_up(tmp_path, monkeypatch):
     assert not {13, 19, 20, 21, 22} & {row for _, row, _ in expected}
     monkeypatch.setattr(references, "_rooted_in_torch", lambda ctx, node: True)
     assert codes_at(findings(tmp_path, ROOTS, codes=CUDA_API)) == expected
+
+
+def test_a_comparison_with_an_indexed_cuda_device_guards(tmp_path):
+    """`device == "cuda:0"` is as much a CUDA check as `device == "cuda"`; `"cpu"` is none."""
+    source = textwrap.dedent('''\
+        import torch
+
+        def step(device):
+            if device == "cuda:0":
+                torch.cuda.synchronize()
+            if "cuda:1" == device.type:
+                torch.cuda.synchronize()
+            if device == "cpu":
+                torch.cuda.synchronize()
+        ''')
+    found = {(f.code, f.location.row): f for f in findings(tmp_path, source, codes=CUDA_API)}
+    assert found["CUD105", 5].guarded and found["CUD105", 5].severity is Severity.WARNING
+    assert found["CUD105", 7].guarded
+    assert not found["CUD105", 9].guarded and found["CUD105", 9].severity is Severity.ERROR

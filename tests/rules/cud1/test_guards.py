@@ -11,6 +11,7 @@ from __future__ import annotations
 import textwrap
 
 from cudalint.finding import Severity
+from cudalint.output.text import headline
 from tests.lint import findings, run_on
 
 
@@ -251,3 +252,63 @@ def test_no_fix_rewrites_the_branch_that_only_runs_on_cuda(tmp_path):
     assert "return x, model.to(pick_device())" in text
     found = findings(tmp_path, source, codes=["CUD102"])
     assert {(f.location.row, f.guarded) for f in found} == {(5, True), (6, True), (7, False)}
+
+
+def test_a_guard_holds_through_the_blocks_nested_under_it(tmp_path):
+    """A finding under `if torch.cuda.is_available():` stays guarded with another `if`, an
+    `else`, a loop, a `with`, a `try` or a nested function between it and the guard, at any
+    depth: the guard is any enclosing one, not only the nearest `if`. An `if` that is no
+    guard, with the same nesting inside it, guards nothing."""
+    source = '''\
+        import contextlib
+
+        import torch
+
+
+        def train(model, batches, args):
+            if torch.cuda.is_available():
+                if args.verbose:
+                    torch.cuda.synchronize()
+                else:
+                    torch.cuda.synchronize()
+                for batch in batches:
+                    torch.cuda.synchronize()
+                with contextlib.suppress(KeyError):
+                    torch.cuda.synchronize()
+                try:
+                    torch.cuda.synchronize()
+                except RuntimeError:
+                    torch.cuda.synchronize()
+                while args.waiting:
+                    if args.again:
+                        for batch in batches:
+                            with contextlib.nullcontext():
+                                torch.cuda.synchronize()
+
+                def later():
+                    torch.cuda.synchronize()
+                return later
+            if args.verbose:
+                for batch in batches:
+                    if args.again:
+                        torch.cuda.synchronize()
+            return model
+
+
+        if not torch.cuda.is_available():
+            print("no GPU")
+        else:
+            for step in range(3):
+                if step:
+                    torch.cuda.synchronize()
+        '''
+    guarded = {9: True, 11: True, 13: True, 15: True, 17: True, 19: True, 24: True,
+               27: True, 32: False, 41: True}
+    assert _guarded(tmp_path, source, ["CUD105"]) == guarded
+    found = findings(tmp_path, textwrap.dedent(source), codes=["CUD105"])
+    severities = {f.location.row: f.severity for f in found}
+    # Guarded findings are one step lower than the same finding unguarded (row 32).
+    assert {severities[row] for row, on in guarded.items() if on} == {Severity.WARNING}
+    assert severities[32] is Severity.ERROR
+    marks = {f.location.row: (" (guarded)", "dim") in headline(f) for f in found}
+    assert marks == guarded

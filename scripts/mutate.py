@@ -1,0 +1,369 @@
+"""Hand-written mutation testing of cudalint's core modules, without a mutation framework.
+
+Each mutation names a source file, an exact text in it (found exactly once, or the run stops
+with an error: the source moved on and the mutation must be rewritten), its replacement, the
+test files that should notice, and what it breaks. For each one: the file is copied aside,
+mutated, the tests run (`python -m pytest -x -q -p no:cacheprovider <files>`, with a time
+limit), and the file is restored, in a `finally` (Ctrl-C and SIGTERM included). A mutation the
+tests fail on is killed; one they pass is a survivor, a gap in the tests (or an equivalent
+mutation, to be explained). Exits 1 when any survived, 2 on an error (a mutation that no
+longer applies, tests that fail before any mutation).
+
+    python scripts/mutate.py              # every mutation, then a table
+    python scripts/mutate.py --list       # the mutations
+    python scripts/mutate.py --only writer-no-symlink-check --only cache-key-ignores-settings
+
+The checkout is shared with whoever edits it meanwhile: a mutation is applied to the file's
+current text, only for the seconds its tests take; the restore puts back the bytes and the
+modification time it found (so that compiled bytecode of the original stays valid, and none
+of the mutant's is trusted: the tests run with PYTHONDONTWRITEBYTECODE=1, and the mutant gets
+a modification time of its own). Should the file change while mutated, only the mutation is
+undone in the new text. Mutations run one at a time (`--jobs 1`): every test run reads the one
+checkout, so two mutants at once would see each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = "src/cudalint/"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str  # below src/cudalint/
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    description: str
+
+
+def _m(name: str, path: str, old: str, new: str, tests: str, description: str) -> Mutation:
+    return Mutation(name, path, old, new, tuple(tests.split()), description)
+
+
+DEVICE_TESTS = "tests/runtime/test_device.py"
+GUARD_TESTS = "tests/rules/cud1/test_guards.py tests/rules/cud1/test_cuda_api.py"
+FIRST_PASS_TESTS = ("tests/engine/test_prefilter.py tests/engine/test_terms.py "
+                    "tests/engine/test_within.py tests/engine/test_sparse.py")
+IMPORT_TESTS = "tests/engine/test_local_imports.py tests/engine/test_edit_planner.py"
+NOTEBOOK_TESTS = "tests/engine/test_notebook.py"
+WRITER_TESTS = "tests/engine/test_hostile_writing.py"
+CACHE_TESTS = "tests/engine/test_cache.py"
+COMPARE_TESTS = "tests/runtime/smoke/test_compare.py"
+DECISION_TESTS = "tests/report/test_decision.py"
+OUTPUT_TESTS = "tests/output/test_ci_formats.py tests/output/test_counts.py tests/test_cli.py"
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # -- the device helper ---------------------------------------------------------------------
+    _m("device-named-cuda-returned-as-is", "device.py",
+       'if named is not None and named.type != "cuda":',
+       'if named is not None and named.type == "cuda":',
+       DEVICE_TESTS, "pick_device('cuda:1') returned without asking whether CUDA is there"),
+    _m("device-negative-index-accepted", "device.py",
+       "    if value < 0:\n", "    if value < -1:\n",
+       DEVICE_TESTS, "off by one: pick_device(-1) accepted"),
+    _m("device-env-override-ignored", "device.py",
+       "    if not value:\n        return None\n", "    if True:\n        return None\n",
+       DEVICE_TESTS, "CUDALINT_DEVICE no longer read"),
+    # -- guards --------------------------------------------------------------------------------
+    _m("guards-and-or-swapped", "engine/walk/guards.py",
+       "return (left or right) if isinstance(expr.operator, cst.And) else (left and right)",
+       "return (left and right) if isinstance(expr.operator, cst.And) else (left or right)",
+       GUARD_TESTS, "`probe and other` no longer a guard, `probe or other` one"),
+    _m("guards-cuda-index-string-missed", "engine/walk/guards.py",
+       'return isinstance(value, str) and (value == "cuda" or value.startswith("cuda:"))',
+       'return isinstance(value, str) and value == "cuda"',
+       GUARD_TESTS, '`device == "cuda:0"` no longer a CUDA comparison'),
+    _m("guards-is-cuda-not-a-probe", "engine/walk/guards.py",
+       'if isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda":\n        return True',
+       'if isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda":\n        return False',
+       GUARD_TESTS, "`if x.is_cuda:` no longer guards"),
+    # -- the first pass ------------------------------------------------------------------------
+    _m("first-pass-escapes-ignored", "engine/first_pass/prefilter.py",
+       "return name in text or LETTER_ESCAPE.search(text) is not None",
+       "return name in text",
+       FIRST_PASS_TESTS + " tests/rules/cud1/test_device_selection.py",
+       'a module writing "mps" only through an escape ("\\x6dps") is said not to name MPS'),
+    _m("first-pass-calls-ignored", "engine/first_pass/prefilter.py",
+       "return not self.words.isdisjoint(words) or not self.calls.isdisjoint(words)",
+       "return not self.words.isdisjoint(words)",
+       FIRST_PASS_TESTS, "a rule's `calls` terms no longer keep a file"),
+    _m("first-pass-one-line-unit-unindented", "engine/first_pass/sparse.py",
+       "lines[unit.first - 1] = indent + b'b\"\"' + _ending(head)",
+       "lines[unit.first - 1] = b'b\"\"' + _ending(head)",
+       FIRST_PASS_TESTS, "a blanked one-line method loses its indentation"),
+    # -- the fixer and its imports -------------------------------------------------------------
+    _m("imports-emptied-import-kept", "engine/fixes/imports.py",
+       "    return {name for name in imported if used_before.get(name) and "
+       "not used_after.get(name)}\n",
+       "    return set()\n",
+       IMPORT_TESTS, "--fix keeps an import whose last use it rewrote"),
+    _m("imports-still-used-import-removed", "engine/fixes/imports.py",
+       "{name for name in imported if used_before.get(name) and not used_after.get(name)}",
+       "{name for name in imported if used_before.get(name)}",
+       IMPORT_TESTS, "--fix removes an import the module still reads"),
+    _m("imports-edits-remove-nothing", "engine/fixes/fixer.py",
+       "        return [e.as_edit() for e in imports.removal_edits(self.layout, unused)]",
+       "        return []",
+       IMPORT_TESTS, "a fix's edits (JSON, the language server) keep an emptied import"),
+    _m("imports-whole-from-line-dropped", "engine/fixes/imports.py",
+       "        if not kept:\n            edits.append(LineEdit(",
+       "        if True:\n            edits.append(LineEdit(",
+       IMPORT_TESTS, "`from m import a, b` removed whole when only `a` was emptied"),
+    _m("notebook-magic-line-not-skipped", "engine/fixes/imports.py",
+       "elif not _is_header(node, index) and not _is_pass(node):",
+       "elif not _is_header(node, index):",
+       NOTEBOOK_TESTS, "the helper goes above a cell's `!pip`/`%magic` lines"),
+    _m("notebook-cell-magic-cell-used", "engine/fixes/notebook_imports.py",
+       'if cell.python is None or sources[index].startswith("%%"):',
+       "if cell.python is None:",
+       NOTEBOOK_TESTS, "the helper is defined in a `%%timeit` cell, which keeps nothing"),
+    # -- the writer ----------------------------------------------------------------------------
+    _m("writer-no-symlink-check", "engine/fixes/writer.py",
+       "    if stat.S_ISLNK(info.st_mode):\n",
+       "    if False:\n",
+       WRITER_TESTS, "a symbolic link is not refused by name (O_NOFOLLOW still stops it)"),
+    _m("writer-read-only-mode-ignored", "engine/fixes/writer.py",
+       "if not mode & 0o222 or not os.access(path, os.W_OK):",
+       "if not os.access(path, os.W_OK):",
+       WRITER_TESTS, "root replaces a file whose mode says nobody may write it"),
+    _m("writer-no-change-check", "engine/fixes/writer.py",
+       "        _require_unchanged(_read_current(path, info, len(original)), original)\n",
+       "",
+       WRITER_TESTS, "a file saved in an editor meanwhile is overwritten"),
+    _m("writer-mode-not-kept", "engine/fixes/writer.py",
+       "            os.fchmod(file.fileno(), stat.S_IMODE(info.st_mode))",
+       "            pass",
+       WRITER_TESTS, "the fixed file takes the temporary file's mode (0600)"),
+    # -- the cache -----------------------------------------------------------------------------
+    _m("cache-key-ignores-settings", "engine/running/cache.py",
+       "head = \"\\0\".join((self.salt, os.path.abspath(path), kind.value, _settings(settings),",
+       "head = \"\\0\".join((self.salt, os.path.abspath(path), kind.value,",
+       CACHE_TESTS, "a changed setting (the target torch) replays stale findings"),
+    _m("cache-status-trusted-always", "engine/running/cache.py",
+       "if status is not None and known is not None and _status(known) == status:",
+       "if known is not None:",
+       CACHE_TESTS, "an edited file is replayed from the index without being read"),
+    _m("cache-change-time-ignored", "engine/running/cache.py",
+       "if s.st_ctime_ns > now - _SETTLED_NS or s.st_mtime_ns > now - _SETTLED_NS:",
+       "if s.st_mtime_ns > now - _SETTLED_NS:",
+       CACHE_TESTS, "a file whose mtime was set back right after an edit counts as settled"),
+    # -- the smoke comparison ------------------------------------------------------------------
+    _m("compare-loosest-dtype-tolerance-lost", "runtime/smoke/compare.py",
+       "rtol = max(pair[0] for pair in defaults)",
+       "rtol = min(pair[0] for pair in defaults)",
+       COMPARE_TESTS, "float32 vs float16 compared at float32's rtol"),
+    _m("compare-int-and-float-exact", "runtime/smoke/compare.py",
+       "exact = isinstance(got, int) and isinstance(want, int)",
+       "exact = isinstance(got, int) or isinstance(want, int)",
+       COMPARE_TESTS, "a float compared exactly with an int reference"),
+    _m("compare-indexed-output-tolerance-lost", "runtime/smoke/compare.py",
+       'if path == name or path.startswith((f"{name}[", f"{name}."))]',
+       'if path == name or path.startswith((f"{name}.",))]',
+       COMPARE_TESTS, "a `model` tolerance no longer covers `model[0]`"),
+    # -- the report's decision -----------------------------------------------------------------
+    _m("decision-failed-mps-run-not-refused", "report/decision.py",
+       "    if blockers or failed_mps:\n", "    if blockers:\n",
+       DECISION_TESTS, "a smoke run that failed on MPS no longer refuses the Mac"),
+    _m("decision-predicted-hazard-ignored", "report/decision.py",
+       "    elif by_hand or failed_off or predicted:\n", "    elif by_hand or failed_off:\n",
+       DECISION_TESTS, "a CPU pass with a predicted MPS hazard allows the Mac"),
+    _m("decision-stale-runs-decide", "report/decision.py",
+       "    runs = tuple(run for run in given if run.current)\n", "    runs = given\n",
+       DECISION_TESTS, "a smoke run of older code counts as evidence"),
+    # -- rules and their data (issue 32's behaviours) ---------------------------------------------
+    _m("cud601-float64-on-the-cpu-reported", "rules/cud6_mps/float64.py",
+       "if state.site is not None and state.on_device:",
+       "if state.site is not None:",
+       "tests/rules/cud6/test_float64.py", "a float64 tensor that stays on the CPU is reported"),
+    _m("cud601-factory-device-ignored", "rules/cud6_mps/float64.py",
+       "on_device = is_off_cpu(self, device.value) if device is not None else inherited",
+       "on_device = inherited",
+       "tests/rules/cud6/test_float64.py",
+       "`torch.zeros(3, dtype=torch.float64, device=device)` not reported"),
+    _m("cuda-table-stream-said-to-raise", "data/torch_cuda_api.toml",
+       '[api."torch.cuda.stream"]\ncode = "CUD110"\noff_cuda = "noop"',
+       '[api."torch.cuda.stream"]\ncode = "CUD110"\noff_cuda = "raises"',
+       "tests/rules/cud1/test_cuda_api_table.py",
+       "the table says `torch.cuda.stream` raises off CUDA (it does nothing)"),
+    # -- the output formats --------------------------------------------------------------------
+    _m("output-guarded-not-marked", "output/common.py",
+       "return finding.message + GUARDED if finding.guarded else finding.message",
+       "return finding.message",
+       OUTPUT_TESTS, "a guarded finding's message says nothing of its guard"),
+    _m("output-json-column-off-by-one", "output/json_format.py",
+       'return {"row": position.row, "column": position.column}',
+       'return {"row": position.row, "column": position.column - 1}',
+       OUTPUT_TESTS, "JSON columns 0-based, unlike ruff's"),
+    _m("output-github-newline-unescaped", "output/github.py",
+       '.replace("\\r", "%0D").replace("\\n", "%0A")',
+       '.replace("\\r", "%0D")',
+       OUTPUT_TESTS, "a multi-line message breaks a GitHub workflow command"),
+)
+
+
+class Interrupted(Exception):
+    """SIGTERM, turned into an exception so that the `finally` restores the file."""
+
+
+@dataclass
+class Outcome:
+    mutation: Mutation
+    status: str  # killed, survived, timeout
+    seconds: float
+    by: str  # the first failing test, or why
+
+
+def _interrupt(_number: int, _frame: object) -> None:
+    raise Interrupted
+
+
+def _apply(mutation: Mutation) -> tuple[Path, bytes, os.stat_result, str]:
+    path = ROOT / SRC / mutation.path
+    data = path.read_bytes()
+    text = data.decode()
+    count = text.count(mutation.old)
+    if count != 1:
+        raise SystemExit(f"error: {mutation.name}: the old text occurs {count} times in "
+                         f"{SRC}{mutation.path} (must be exactly once); rewrite the mutation")
+    return path, data, path.stat(), text.replace(mutation.old, mutation.new)
+
+
+def _write_mutant(path: Path, mutant: str, before: os.stat_result) -> None:
+    path.write_text(mutant)
+    # A modification time of its own: bytecode compiled from the mutant by anyone else's run
+    # meanwhile never passes for the original's once it is back.
+    stamp = max(time.time_ns(), before.st_mtime_ns + 2_000_000_000)
+    os.utime(path, ns=(stamp, stamp))
+
+
+def _restore(path: Path, original: bytes, before: os.stat_result, mutation: Mutation,
+             mutant: str) -> None:
+    current = path.read_bytes().decode()
+    if current == mutant:
+        path.write_bytes(original)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        return
+    if current.count(mutation.new) == 1 and mutation.new:  # edited meanwhile: undo ours only
+        path.write_text(current.replace(mutation.new, mutation.old))
+        print(f"warning: {path} changed while mutated; only the mutation was undone",
+              file=sys.stderr)
+        return
+    aside = path.with_name(path.name + ".mutate-original")
+    aside.write_bytes(original)
+    raise SystemExit(f"error: {path} changed while mutated and the mutation cannot be found "
+                     f"in it; the original is in {aside}: restore it by hand")
+
+
+def _first_failure(output: str) -> str:
+    found = re.search(r"^(?:FAILED|ERROR) (\S+)", output, re.MULTILINE)
+    if found:
+        return found.group(1)
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _pytest(files: tuple[str, ...], timeout: float, stop_first: bool) -> tuple[str, str]:
+    """('pass'|'fail'|'timeout', the first failing test or the last line)."""
+    command = [sys.executable, "-m", "pytest", *(["-x"] if stop_first else []), "-q",
+               "-p", "no:cacheprovider", *files]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", f"over {timeout:.0f} s"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return ("pass" if process.returncode == 0 else "fail"), _first_failure(output)
+
+
+def run_one(mutation: Mutation, timeout: float) -> Outcome:
+    path, original, before, mutant = _apply(mutation)
+    started = time.monotonic()
+    try:
+        _write_mutant(path, mutant, before)
+        result, by = _pytest(mutation.tests, timeout, stop_first=True)
+    finally:
+        _restore(path, original, before, mutation, mutant)
+    status = {"pass": "survived", "fail": "killed", "timeout": "timeout"}[result]
+    return Outcome(mutation, status, time.monotonic() - started, by)
+
+
+def _table(outcomes: list[Outcome]) -> str:
+    width = max(len(o.mutation.name) for o in outcomes)
+    rows = [f"{'mutation':<{width}}  {'status':<8}  {'s':>5}  caught by / description"]
+    for o in outcomes:
+        detail = o.by if o.status == "killed" else o.mutation.description
+        rows.append(f"{o.mutation.name:<{width}}  {o.status:<8}  {o.seconds:5.0f}  {detail}")
+    killed = sum(o.status != "survived" for o in outcomes)
+    rows.append(f"{killed} of {len(outcomes)} killed, {len(outcomes) - killed} survived")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--list", action="store_true", help="print the mutations and exit")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="run only this mutation (repeatable)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="mutations at once; only 1 (they share the checkout)")
+    parser.add_argument("--timeout", type=float, default=300,
+                        help="seconds for one mutation's tests (default 300)")
+    parser.add_argument("--no-baseline", action="store_true",
+                        help="skip running the tests once without any mutation")
+    args = parser.parse_args(argv)
+    if args.jobs != 1:
+        parser.error("--jobs: only 1; every mutant is tested in the one checkout")
+    chosen = list(MUTATIONS)
+    if args.only:
+        known = {m.name for m in MUTATIONS}
+        unknown = sorted(set(args.only) - known)
+        if unknown:
+            parser.error(f"unknown mutation(s): {', '.join(unknown)} (see --list)")
+        chosen = [m for m in MUTATIONS if m.name in args.only]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name}\n    {SRC}{m.path}: {m.description}\n    tests: {' '.join(m.tests)}")
+        return 0
+    for mutation in chosen:  # every mutation must still apply before any is run
+        _apply(mutation)
+    signal.signal(signal.SIGTERM, _interrupt)
+    if not args.no_baseline:
+        files = tuple(dict.fromkeys(f for m in chosen for f in m.tests))
+        result, by = _pytest(files, args.timeout * 2, stop_first=False)
+        if result != "pass":
+            print(f"error: the tests do not pass unmutated ({result}: {by})", file=sys.stderr)
+            return 2
+    outcomes: list[Outcome] = []
+    try:
+        for mutation in chosen:
+            outcome = run_one(mutation, args.timeout)
+            outcomes.append(outcome)
+            print(f"{outcome.status:<8} {mutation.name} ({outcome.seconds:.0f} s) {outcome.by}",
+                  flush=True)
+    except (KeyboardInterrupt, Interrupted):
+        print("interrupted; the file in hand was restored", file=sys.stderr)
+        if not outcomes:
+            return 130
+    print()
+    print(_table(outcomes))
+    return 1 if any(o.status == "survived" for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""CUD601 (float64 on a device): the spellings that put a float64 (or complex128) tensor on a
+device MPS cannot hold it on, and their neighbours that must stay silent (prose, dict keys,
+`x.dtype` comparisons, float64 kept on the CPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.lint import codes_at, findings
+
+HEAD = "import numpy as np\nimport torch\n\ndevice = torch.device('cuda')\n"
+
+
+def _rows(tmp_path, body: str) -> list[tuple[int, int]]:
+    found = findings(tmp_path, HEAD + body, codes=["CUD601"])
+    return [(row - HEAD.count("\n"), column) for _code, row, column in codes_at(found)]
+
+
+@pytest.mark.parametrize(("body", "where"), [
+    pytest.param("x = torch.zeros(3, dtype=torch.float64, device=device)\n", [(1, 20)],
+                 id="factory-dtype-and-device"),
+    pytest.param("x = torch.ones(2, device='cuda:0', dtype=torch.complex128)\n", [(1, 36)],
+                 id="complex128"),
+    pytest.param("def f(t):\n    return t.double().to(device)\n", [(2, 14)], id="double-then-move"),
+    pytest.param("def f(t):\n    return t.to(device).double()\n", [(2, 25)], id="move-then-double"),
+    pytest.param("def f(t):\n    return t.to(device, torch.float64)\n", [(2, 25)],
+                 id="to-device-and-dtype"),
+    pytest.param("def f(t):\n    return t.cuda().to(dtype=torch.float64)\n", [(2, 24)],
+                 id="cuda-then-dtype-keyword"),
+    pytest.param("def f(a):\n    return torch.from_numpy(np.random.rand(3)).to(device)\n",
+                 [(2, 12)], id="numpy-float64-moved"),
+    pytest.param("def f():\n    a = np.ones(3)\n    t = torch.from_numpy(a)\n"
+                 "    return t.to(device)\n", [(3, 9)], id="numpy-through-variables"),
+    pytest.param("torch.set_default_dtype(torch.float64)\nx = torch.ones(1).to(device)\n",
+                 [(1, 1)], id="default-dtype"),
+])
+def test_float64_reaching_a_device_is_reported(tmp_path, body, where):
+    assert _rows(tmp_path, body) == where
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param("print('torch.float64 on the device fails on MPS: use .double() on cpu')\n",
+                 id="print"),
+    pytest.param("import logging\nlogging.warning('x.double().to(device) breaks on a Mac')\n",
+                 id="log-message"),
+    pytest.param('def f(t):\n    """Returns t.double().to(device)."""\n    return t\n',
+                 id="docstring"),
+    pytest.param("# x = torch.zeros(3, dtype=torch.float64, device=device)\nx = 1\n",
+                 id="comment"),
+    pytest.param("NAMES = {'float64': torch.float64, 'double': 'torch.double'}\n"
+                 "x = torch.ones(1, device=device)\n", id="dict-keys-and-values"),
+    pytest.param("SIZES = {torch.float64: 8, torch.complex128: 16}\n"
+                 "x = torch.ones(1).to(device)\n", id="dtype-dict-keys"),
+    pytest.param("def f(t):\n    y = t.to(device)\n    if y.dtype == torch.float64:\n"
+                 "        print('double')\n    return y\n", id="dtype-comparison"),
+    pytest.param("def f(t):\n    return t.to(device) if t.dtype != torch.double else t\n",
+                 id="dtype-comparison-in-expression"),
+    pytest.param("x = torch.zeros(3, dtype=torch.float64)\n", id="float64-on-the-cpu"),
+    pytest.param("x = torch.zeros(3, dtype=torch.float64, device='cpu')\n", id="cpu-device"),
+    pytest.param("def f(t):\n    return t.to(device).cpu().double()\n", id="back-on-the-cpu"),
+    pytest.param("def f(t):\n    return t.double().float().to(device)\n", id="made-float32-first"),
+    pytest.param("x = torch.zeros(3, dtype=torch.float32, device=device)\n", id="float32"),
+    pytest.param("def f():\n    return torch.from_numpy(np.ones(3, dtype=np.float32)).to(device)\n",
+                 id="numpy-float32"),
+])
+def test_neighbours_are_silent(tmp_path, body):
+    assert _rows(tmp_path, body) == []
+
+
+def test_the_message_names_the_dtype_and_the_replacement(tmp_path):
+    body = ("a = torch.zeros(1, dtype=torch.float64, device=device)\n"
+            "b = torch.zeros(1, dtype=torch.complex128, device=device)\n")
+    found = sorted(findings(tmp_path, HEAD + body, codes=["CUD601"]),
+                   key=lambda f: f.location.row)
+    assert [f.message for f in found] == [
+        "float64 tensor on a device: MPS has no float64 and raises there; use torch.float32",
+        "complex128 tensor on a device: MPS has no complex128 and raises there; "
+        "use torch.complex64"]
