@@ -25,3 +25,9 @@ def smoke(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., S
         return code, report, out, err
 
     return run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "install: builds a fresh virtual environment and installs into it with pip "
+                   "(about a minute); deselect with -m 'not install'")

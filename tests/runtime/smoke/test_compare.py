@@ -138,3 +138,26 @@ def test_zero_dim_and_empty_tensors() -> None:
     assert _differences(torch.tensor(1.5), torch.tensor(1.5)) == []
     assert "at []" in _differences(torch.tensor(2.0), torch.tensor(1.5))[0]
     assert _differences(torch.zeros(0, 3), torch.zeros(0, 3)) == []
+
+
+def test_two_dtypes_are_compared_at_the_looser_tolerance() -> None:
+    """float16 here, float32 in the reference: the dtypes differ (reported), and the values
+    are held to float16's rtol (1e-3), not float32's (1.3e-6)."""
+    got, want = torch.tensor([1.0], dtype=torch.float16), torch.tensor([1.0004])
+    found = compare_outputs(flatten(got), flatten(want), DEFAULT)
+    assert [d.reason for d in found] == ["dtype"]
+
+
+def test_a_float_against_an_int_reference_is_within_tolerance() -> None:
+    assert _differences(1.00000001, 1) == []
+    assert _differences(1, 1.00000001) == []
+    assert len(_differences(3, 4)) == 1  # two ints: exact
+    assert len(_differences(1.1, 1)) == 1
+
+
+def test_a_per_output_tolerance_covers_the_outputs_indexed_leaves() -> None:
+    loose = Tolerance(per_output={"model": Tolerance(rtol=0.1, atol=0.1)})
+    got = {"model": {"weight": torch.tensor([1.05])}, "loss": torch.tensor(1.05)}
+    want = {"model": {"weight": torch.tensor([1.0])}, "loss": torch.tensor(1.0)}
+    assert [d.split(":")[0] for d in _differences(got, want, loose)] == ["loss"]
+    assert len(_differences(got, want)) == 2

@@ -19,6 +19,7 @@ from cudalint.runtime.smoke.isolation import DEFAULT_TIMEOUT, WORKER_FLAG
 if TYPE_CHECKING:
     import torch
 
+    from cudalint.runtime.smoke.compare import Tolerance
     from cudalint.runtime.smoke.crash import Crash
     from cudalint.runtime.smoke.environment import TorchImportWatch
     from cudalint.runtime.smoke.isolation import ChildResult
@@ -32,7 +33,9 @@ TORCH_MISSING = f"{PROG}: error: torch is not installed; pip install 'cudalint[s
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from cudalint.usage import OneLineParser
+
+    parser = OneLineParser(
         prog=PROG,
         description="Run a function of your project on MPS or CPU and compare it with CPU or "
                     "with outputs saved on the CUDA server.",
@@ -63,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also run N steps, checkpoint, resume in a fresh process for N more "
                              "and compare with 2N steps in one go (the target takes steps and "
                              "resume)")
+    parser.add_argument("--kill-after", type=_count, default=0, metavar="N",
+                        help="also kill the training with SIGKILL during step N+1, restart it "
+                             "from the checkpoint its own save code wrote and compare with an "
+                             "uninterrupted run (the target takes steps and checkpoint_dir)")
     parser.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help="stop a target that runs longer (default %(default)g); a failed run")
     parser.add_argument("--in-process", action="store_true",
@@ -152,6 +159,7 @@ def _isolated(args: argparse.Namespace, argv: list[str]) -> int:
     if spec.is_file and not Path(spec.location).is_file():
         raise HarnessError(f"no such file: {spec.location}")
     _check_reference(args, spec)
+    setup = _Setup.of(args, spec)  # a bad [tool.cudalint.smoke] stops us here, before the child
     from cudalint.runtime.smoke.devices import resolve_device
     from cudalint.runtime.smoke.isolation import run_child
     from cudalint.runtime.smoke.render import render
@@ -165,6 +173,8 @@ def _isolated(args: argparse.Namespace, argv: list[str]) -> int:
         print(data["harness_error"], file=sys.stderr)
         return 2
     report = _report_from(result, args, device)
+    if not report.identity:  # the child died before writing its report
+        report.identity = setup.stamp([Path(spec.location)] if spec.is_file else [])
     if args.json != "-":
         render(report)
     if args.json:
@@ -244,6 +254,8 @@ def _run(args: argparse.Namespace, watch: TorchImportWatch) -> int:
 
     spec = parse_target(args.target)
     _check_reference(args, spec)
+    setup = _Setup.of(args, spec)
+    before = set(sys.modules)
     # The target loads before the harness imports torch, so that a PYTORCH_ENABLE_MPS_FALLBACK
     # its module sets before `import torch` works as it does in the user's program. What it
     # prints goes to stderr: stdout is the report's.
@@ -260,7 +272,8 @@ def _run(args: argparse.Namespace, watch: TorchImportWatch) -> int:
     from cudalint.runtime.smoke.render import render
 
     with contextlib.redirect_stdout(sys.stderr):
-        report = run_smoke(loaded, _options(args, spec), args.target, watch)
+        report = run_smoke(loaded, _options(args, spec, setup.tolerance), args.target, watch)
+    report.identity = setup.stamp(_used_files(spec, before))
     if args.worker_json:
         _write(report, args.worker_json)
         return 0 if report.verdict == "pass" else 1
@@ -271,8 +284,47 @@ def _run(args: argparse.Namespace, watch: TorchImportWatch) -> int:
     return 0 if report.verdict == "pass" else 1
 
 
-def _options(args: argparse.Namespace, spec: TargetSpec) -> SmokeOptions:
-    from cudalint.runtime.smoke.compare import Tolerance
+class _Setup:
+    """What a run is set up with before it starts: the project's root, the tolerance and where
+    it came from."""
+
+    def __init__(self, root: Path, tolerance: Tolerance, source: str) -> None:
+        self.root, self.tolerance, self.source = root, tolerance, source
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, spec: TargetSpec) -> _Setup:
+        from cudalint.runtime.smoke.settings import project_root, resolve_tolerance
+
+        root = project_root(spec)
+        return cls(root, *resolve_tolerance(args.rtol, args.atol, root))
+
+    def stamp(self, files: list[Path]) -> dict[str, object]:
+        from cudalint.runtime.smoke.identity import stamp
+        from cudalint.runtime.smoke.settings import tolerance_record
+
+        return stamp(self.root, files, tolerance_record(self.tolerance, self.source))
+
+
+def _used_files(spec: TargetSpec, before: set[str]) -> list[Path]:
+    """The target's file and the file of every module first imported since `before` that is
+    neither a library's nor cudalint's own (identity.file_hashes keeps those in the project)."""
+    import cudalint
+    from cudalint.runtime.smoke.crash import is_library
+
+    harness = Path(cudalint.__file__).resolve().parent
+    files = [Path(spec.location).resolve()] if spec.is_file else []
+    for name in sorted(set(sys.modules) - before):
+        filename = getattr(sys.modules.get(name), "__file__", None)
+        if not isinstance(filename, str) or is_library(filename):
+            continue
+        path = Path(filename).resolve()
+        if path != harness and harness not in path.parents and path not in files:
+            files.append(path)
+    return files
+
+
+def _options(args: argparse.Namespace, spec: TargetSpec,
+             tolerance: Tolerance) -> SmokeOptions:
     from cudalint.runtime.smoke.devices import resolve_device
     from cudalint.runtime.smoke.pipeline import SmokeOptions
 
@@ -284,11 +336,12 @@ def _options(args: argparse.Namespace, spec: TargetSpec) -> SmokeOptions:
                                                                             spec),
         compare_with_cpu=args.reference == "cpu" or args.save_reference is None,
         save_reference=args.save_reference,
-        tolerance=Tolerance(rtol=args.rtol, atol=args.atol),
+        tolerance=tolerance,
         repeat=args.repeat,
         allow_fallback=args.allow_fallback,
         batch_sizes=args.batch_sizes,
         interrupt=args.interrupt,
+        kill_after=args.kill_after,
     )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import cmath
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from cudalint.runtime.smoke.outputs import Leaf
@@ -26,10 +27,24 @@ _DEFAULTS: dict[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class Tolerance:
-    """User tolerances; where one is None, the dtype's default applies."""
+    """User tolerances; where one is None, the dtype's default applies. `per_output` holds
+    tolerances for some outputs (by name: `loss`, or `model` for every `model[...]` leaf); where
+    one of those leaves a value None, this tolerance's value applies."""
 
     rtol: float | None = None
     atol: float | None = None
+    per_output: Mapping[str, Tolerance] = field(default_factory=dict, hash=False)
+
+    def for_path(self, path: str) -> Tolerance:
+        """The tolerance for the output leaf `path`: the longest `per_output` name that is the
+        path or a prefix of it up to `[` or `.`, over this one; else this one."""
+        matching = [name for name in self.per_output
+                    if path == name or path.startswith((f"{name}[", f"{name}."))]
+        if not matching:
+            return self
+        own = self.per_output[max(matching, key=len)]
+        return Tolerance(rtol=self.rtol if own.rtol is None else own.rtol,
+                         atol=self.atol if own.atol is None else own.atol)
 
     def for_dtypes(self, *names: str) -> tuple[float, float]:
         """The looser default of the given dtypes, overridden by what the user set."""
@@ -66,7 +81,7 @@ def compare_outputs(
                  for path in found if path not in wanted]
     for path, want in wanted.items():
         if path in found:
-            problems += compare_leaf(found[path], want, tolerance)
+            problems += compare_leaf(found[path], want, tolerance.for_path(path))
     return problems
 
 

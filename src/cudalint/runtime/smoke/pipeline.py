@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from cudalint.runtime.smoke import checks, environment, interrupt
+from cudalint.runtime.smoke import checks, environment, interrupt, kill
 from cudalint.runtime.smoke.audit import AutocastWatch, OpAudit, OpLog
 from cudalint.runtime.smoke.compare import Tolerance
 from cudalint.runtime.smoke.crash import Crash
@@ -38,6 +38,7 @@ class SmokeOptions:
     allow_fallback: bool
     batch_sizes: tuple[int, ...] = ()
     interrupt: int = 0  # steps before the deliberate interruption; 0: none
+    kill_after: int = 0  # steps before the SIGKILL (during the next); 0: none
 
 
 def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
@@ -79,7 +80,7 @@ def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
 def _protocol(report: SmokeReport, target: Target, options: SmokeOptions, *,
               finished: bool) -> None:
     """The validation protocol's extra runs, when asked for: the batch ramp (also after a
-    crash, which may be an out-of-memory at the default size), the interruption."""
+    crash, which may be an out-of-memory at the default size), the interruption, the kill."""
     if options.batch_sizes:
         check, runs = batch_ramp(target, options.device, options.batch_sizes)
         report.checks.append(check)
@@ -91,6 +92,13 @@ def _protocol(report: SmokeReport, target: Target, options: SmokeOptions, *,
                                          options.tolerance)
         report.checks.append(check)
         report.extra["interrupted"] = facts
+    if options.kill_after and not finished:
+        report.checks.append(Check(kill.NAME, Status.SKIPPED, "the target did not finish"))
+    elif options.kill_after:
+        check, facts = kill.killed_check(target, options.device, options.kill_after,
+                                         options.tolerance)
+        report.checks.append(check)
+        report.extra["killed"] = facts
 
 
 def _save(path: Path, target: Target, leaves: list[Leaf], report: SmokeReport,

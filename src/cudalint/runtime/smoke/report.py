@@ -6,8 +6,13 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Sections only some runs have: the batch-size ramp, the interrupted run, the target's output.
-EXTRA_SECTIONS = ("batches", "interrupted", "output")
+# Sections only some runs have: the batch-size ramp, the interrupted run, the killed run, the
+# target's output.
+EXTRA_SECTIONS = ("batches", "interrupted", "killed", "output")
+# What ties the report to its project and run (identity.REQUIRED, less the run's own fields):
+# the first three lead the JSON, the others follow the run's sections.
+IDENTITY_HEAD = ("schema", "cudalint", "date")
+IDENTITY_TAIL = ("project", "files", "tolerance", "packages")
 
 
 class Status(str, enum.Enum):
@@ -80,13 +85,20 @@ class SmokeReport:
     error: dict[str, Any] | None = None
     saved_reference: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # EXTRA_SECTIONS that ran
+    # identity.stamp(...): schema, cudalint, date, project, files, tolerance, packages
+    identity: dict[str, Any] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
         return "fail" if any(check.status is Status.FAIL for check in self.checks) else "pass"
 
     def to_dict(self) -> dict[str, Any]:
+        from cudalint.runtime.smoke.identity import SCHEMA
+
+        head = {"schema": SCHEMA, **{key: self.identity[key] for key in IDENTITY_HEAD
+                                     if key in self.identity}}
         return {
+            **head,
             "verdict": self.verdict,
             "target": self.target,
             "device": self.device,
@@ -104,8 +116,8 @@ class SmokeReport:
             "error": self.error,
             "saved_reference": self.saved_reference,
             **self.extra,
+            **{key: self.identity[key] for key in IDENTITY_TAIL if key in self.identity},
         }
-
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SmokeReport:
@@ -123,6 +135,8 @@ class SmokeReport:
             error=data.get("error"),
             saved_reference=data.get("saved_reference"),
             extra={key: data[key] for key in EXTRA_SECTIONS if key in data},
+            identity={key: data[key] for key in (*IDENTITY_HEAD, *IDENTITY_TAIL)
+                      if key in data},
         )
 
 
