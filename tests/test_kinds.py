@@ -47,3 +47,11 @@ def test_the_folder_decides_workflows_actions_and_a_requirements_folder():
     }
     for path, kind in expected.items():
         assert classify(Path(path)) is kind, path
+
+
+def test_dockerfiles_by_their_common_names():
+    for name in ("Dockerfile", "Dockerfile.gpu", "Dockerfile-gpu", "Dockerfile_cuda",
+                 "Dockerfile-arm64", "cuda.Dockerfile", "train.dockerfile", "Containerfile"):
+        assert classify(Path("docker") / name) is FileKind.DOCKERFILE, name
+    for name in ("Dockerfiles", "dockerfile_notes.md", "Dockerfile_test.py", "Dockerfilegpu"):
+        assert classify(Path(name)) is not FileKind.DOCKERFILE, name

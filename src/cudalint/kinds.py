@@ -19,7 +19,7 @@ class FileKind(str, enum.Enum):
     CONDA = "conda"  # environment*.yml / .yaml
     PYPROJECT = "pyproject"  # pyproject.toml
     SETUP_CFG = "setup-cfg"
-    DOCKERFILE = "dockerfile"  # Dockerfile, *.Dockerfile, Containerfile
+    DOCKERFILE = "dockerfile"  # Dockerfile, Dockerfile[.-_]*, *.Dockerfile, Containerfile
     COMPOSE = "compose"  # docker-compose*.yml, compose*.yml
     SHELL = "shell"  # *.sh, *.bash, *.slurm, *.sbatch, *.pbs
     MAKEFILE = "makefile"
@@ -34,6 +34,9 @@ class FileKind(str, enum.Enum):
 # kinds without importing the script parsers, which a check of Python files never needs.
 SCRIPT_KINDS = frozenset({FileKind.SHELL, FileKind.MAKEFILE, FileKind.DOCKERFILE})
 SCRIPT_RULE_KINDS = frozenset({*SCRIPT_KINDS, FileKind.NOTEBOOK})
+# What the shell rules (CUD501-CUD504) read: the commands of CI `run:`/`script:` steps too
+# (CUD404 reads the pins these install).
+SHELL_RULE_KINDS = frozenset({*SCRIPT_RULE_KINDS, FileKind.CI})
 
 
 # (kind, glob on the file name, `*` its only wildcard); the first match wins.
@@ -52,6 +55,8 @@ _NAME_PATTERNS: tuple[tuple[FileKind, str], ...] = (
     (FileKind.SETUP_CFG, "setup.cfg"),
     (FileKind.DOCKERFILE, "Dockerfile"),
     (FileKind.DOCKERFILE, "Dockerfile.*"),
+    (FileKind.DOCKERFILE, "Dockerfile-*"),  # Dockerfile-gpu, Dockerfile-arm64
+    (FileKind.DOCKERFILE, "Dockerfile_*"),  # Dockerfile_cuda
     (FileKind.DOCKERFILE, "*.Dockerfile"),
     (FileKind.DOCKERFILE, "*.dockerfile"),
     (FileKind.DOCKERFILE, "Containerfile"),

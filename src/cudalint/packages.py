@@ -19,6 +19,7 @@ class CudaPackage:
     conda: tuple[str, ...]
     alternative: str
     severity: Severity = Severity.ERROR
+    repos: tuple[str, ...] = ()  # `owner/name`, lower-case
 
 
 @cache
@@ -31,6 +32,7 @@ def load_packages() -> tuple[CudaPackage, ...]:
             conda=tuple(normalize(c) for c in entry.get("conda", ())),
             alternative=entry["alternative"],
             severity=Severity[entry.get("severity", "error").upper()],
+            repos=tuple(r.lower() for r in entry.get("repos", ())),
         )
         for entry in data.load("cuda_packages.toml")["package"]
     )
@@ -58,3 +60,9 @@ def by_name(name: str) -> CudaPackage | None:
     return next((p for p in load_packages()
                  if any(fnmatch.fnmatchcase(normalized, g) for g in (*p.pip, *p.conda))),
                 None)
+
+
+def by_repository(owner_name: str) -> CudaPackage | None:
+    """The package built from a source repository (`NVlabs/tiny-cuda-nn`, any case)."""
+    wanted = owner_name.lower().removesuffix(".git")
+    return next((p for p in load_packages() if wanted in p.repos), None)

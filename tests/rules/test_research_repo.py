@@ -239,8 +239,22 @@ EXPECTED_2 = {
     (".github/actions/setup-cuda/action.yml", None, 9, 42, "CUD404"),
     (".github/workflows/reusable-gpu.yml", None, 6, 16, "CUD404"),
     (".github/workflows/reusable-gpu.yml", None, 7, 10, "CUD404"),
+    # issue 28: the composite action's `run: |` block is read as a script (CUD504 at the row
+    # inside it); the nvidia/cuda base image of docker/Dockerfile-gpu; n_gpus bound only under
+    # the CUDA check (the MPS elif binds nothing) and read after it; ext_a/setup.py builds
+    # `_ext_a`, imported beside it; tiny-cuda-nn by its repository's URL; the float64
+    # schedule moved to the device before `.float()` in a helper
+    (".github/actions/setup-cuda/action.yml", None, 13, 33, "CUD504"),
+    ("docker/Dockerfile-gpu", None, 1, 6, "CUD403"),
+    ("difftrain/launch.py", None, 9, 18, "CUD105"),
+    ("difftrain/launch.py", None, 12, 29, "CUD114"),
+    ("ext_a/setup.py", None, 6, 18, "CUD301"),
+    ("ext_a/ext_a.py", None, 2, 8, "CUD305"),
+    ("requirements-extra.txt", None, 8, 1, "CUD402"),
+    ("difftrain/diffusion.py", None, 8, 11, "CUD601"),
 }
 GUARDED_2 = {
+    ("difftrain/launch.py", 9, "CUD105"),  # under torch.cuda.is_available()
     ("difftrain/guards.py", 13, "CUD107"),  # if use_cuda: (a variable holding a probe)
     ("difftrain/guards.py", 14, "CUD102"),
     ("difftrain/guards.py", 23, "CUD105"),  # after `if not torch.cuda.is_available(): return`

@@ -15,7 +15,9 @@ class CudaExtensionImport(PythonRule):
     ## What it does
     Finds imports of the project's own compiled CUDA extension: a module that a
     `CUDAExtension(...)` in the project's setup.py builds (read, never run; the name may come
-    from a constant or an f-string), or a setuptools `Extension` with `.cu` sources. With
+    from a constant or an f-string), or a setuptools `Extension` with `.cu` sources; also
+    in the setup.py of a per-extension folder among the files checked (`ext_a/setup.py`
+    building `_ext_a`, imported as `import _ext_a as _backend` from `ext_a/ext_a.py`). With
     `CUDAExtension("pkg._C", ...)`: `import pkg._C`, `from pkg import _C`,
     `from pkg._C import nms`, `from . import _C` inside `pkg/`, and
     `importlib.import_module("pkg._C")`.

@@ -45,7 +45,8 @@ class CondaCudaPin(FileRule):
     strings (`pytorch=2.1=*cuda*`), packages from the `nvidia` channel (`nvidia::cuda-nvcc`),
     the `nvidia` channel itself (a warning), CUDA-only packages from the shared table
     (`cupy`, ...) and, under `pip:`, the pip pins CUD402 finds (CUDA wheels, `+cu121`
-    versions, CUDA wheel indexes). Read in `environment*.yml` / `conda*.yml` files and in
+    versions, CUDA wheel indexes, CUDA-only packages named by their repository's or wheel
+    file's URL). Read in `environment*.yml` / `conda*.yml` files and in
     `conda`/`mamba`/`micromamba install|create` commands of shell scripts, Makefiles,
     Dockerfiles and notebooks (`%conda install`).
 
@@ -98,6 +99,10 @@ class CondaCudaPin(FileRule):
                 path="environment-gpu.yaml", count=2),
         Invalid("dependencies:\n  - tensorflow-gpu\n  - cupy-cuda12x\n  - pip:\n"
                 "      - paddlepaddle-gpu\n", path=_ENV, count=3),
+        Invalid("dependencies:\n  - python=3.10\n  - pip:\n"
+                "      - git+https://github.com/openai/CLIP.git\n"
+                "      - git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch\n",
+                path=_ENV),
         Invalid("conda install -y -c nvidia cuda-toolkit=12.1 magma-cuda121\n",
                 path="scripts/setup_env.sh", count=3),
         Invalid("FROM continuumio/miniconda3\nRUN conda install -y cudatoolkit=11.8\n",

@@ -42,6 +42,13 @@ _IMAGE_TAG = re.compile(r"(?<![a-z0-9])(?:cuda|cu\d{2,3}|gpu)(?![a-z])", re.IGNO
 _REGISTRY_PREFIXES = ("docker.io/", "index.docker.io/", "registry-1.docker.io/", "library/")
 
 _MAC_TORCH = "PyTorch's macOS wheels on PyPI run on MPS"
+# A source repository named by a URL (`git+https://github.com/Dao-AILab/flash-attention.git@v2`,
+# `git+ssh://git@github.com/NVlabs/tiny-cuda-nn`): its `owner/name`.
+_REPOSITORY = re.compile(r"(?:github|gitlab)\.com[/:]([\w.-]+/[\w.-]+?)(?:\.git)?(?=[/@#?]|$)",
+                         re.IGNORECASE)
+# A wheel or sdist file named by a URL or path: the distribution its name starts with.
+_DISTRIBUTION_FILE = re.compile(r"(?:^|[/=])([A-Za-z0-9][\w.]*?)-\d[^/]*\.(?:whl|tar\.gz|zip)"
+                                r"(?=[#?]|$)")
 
 
 @dataclass(frozen=True)
@@ -96,10 +103,20 @@ def package_problem(name: str, version: str = "") -> Problem | None:
 
 
 def url_problem(text: str) -> Problem | None:
-    """A direct URL or path: a CUDA wheel file, or `#egg=flash-attn`."""
+    """A direct URL or path: `#egg=flash-attn`, a CUDA-only package's repository
+    (`git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch`) or wheel
+    file (`flash_attn-2.5.8+cu122torch2.3-cp310-cp310-linux_x86_64.whl`), or a CUDA build."""
     egg = re.search(r"[#&]egg=([\w.-]+)", text)
     if egg and (problem := _package(egg.group(1))):
         return problem
+    distribution = _DISTRIBUTION_FILE.search(text)
+    package = None if distribution is None else packages.by_name(distribution.group(1))
+    if package is not None:
+        return _described(package, f"`{text}` is a build of `{package.name}`, which")
+    repository = _REPOSITORY.search(text)
+    package = None if repository is None else packages.by_repository(repository.group(1))
+    if package is not None:
+        return _described(package, f"`{text}` builds `{package.name}`, which")
     if is_cuda_url(text):
         return Problem(f"`{text}` is a CUDA build: it only installs on Linux with CUDA")
     return None
@@ -107,11 +124,13 @@ def url_problem(text: str) -> Problem | None:
 
 def _package(name: str) -> Problem | None:
     package = packages.by_name(name)
-    if package is None:
-        return None
+    return None if package is None else _described(package, f"`{name}`")
+
+
+def _described(package: packages.CudaPackage, subject: str) -> Problem:
     if package.severity is Severity.ERROR:
-        return Problem(f"`{name}` needs an NVIDIA GPU; use {package.alternative}")
-    return Problem(f"`{name}` only partly works off CUDA: {package.alternative}",
+        return Problem(f"{subject} needs an NVIDIA GPU; use {package.alternative}")
+    return Problem(f"{subject} only partly works off CUDA: {package.alternative}",
                    package.severity)
 
 

@@ -78,6 +78,10 @@ class PipCudaPin(FileRule):
       index environment variables),
     - CUDA builds by local version (`torch==2.1.0+cu121`, `torch-scatter==2.1.2+pt21cu121`),
       CUDA wheel files by URL,
+    - CUDA-only packages named by URL: their repository
+      (`git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch`,
+      `git+https://github.com/Dao-AILab/flash-attention`) or a wheel file of theirs
+      (`https://.../flash_attn-2.5.8+cu122torch2.3-cp310-cp310-linux_x86_64.whl`),
     - CUDA-only packages from the shared table (`cupy-cuda12x`, `nvidia-*-cu12`, `flash-attn`,
       `xformers`, `triton`, `onnxruntime-gpu`, `faiss-gpu`, ...), each message naming the
       portable alternative, and CUDA extras (`jax[cuda12]`, `tensorflow[and-cuda]`).
@@ -134,12 +138,21 @@ class PipCudaPin(FileRule):
         Valid("", path="requirements.txt"),
         Valid("tensorflow==2.16\npaddlepaddle\nfaiss-cpu\nonnxruntime\njax\n",
               path="requirements.txt"),
+        Valid("git+https://github.com/huggingface/transformers\n"
+              "git+https://github.com/openai/CLIP.git@main#egg=clip\n"
+              "https://example.org/wheels/numpy-1.26.0-cp310-cp310-macosx_11_0_arm64.whl\n",
+              path="requirements.txt"),
     )
     INVALID = (
         Invalid("--extra-index-url https://download.pytorch.org/whl/cu121\n"
                 "torch==2.1.0+cu121\ncupy-cuda12x\nnvidia-cudnn-cu12==8.9.2.26\n",
                 path="requirements-gpu.txt", count=4),
         Invalid("flash-attn==2.5.6 \\\n    --hash=sha256:abc\n", path="requirements/gpu.txt"),
+        Invalid("git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch\n"
+                "git+https://github.com/Dao-AILab/flash-attention.git@v2.5.8\n"
+                "https://github.com/Dao-AILab/flash-attention/releases/download/v2.5.8/"
+                "flash_attn-2.5.8+cu122torch2.3cxx11abiFALSE-cp310-cp310-linux_x86_64.whl\n",
+                path="requirements.txt", count=3),
         Invalid("tensorflow-gpu==2.10\npaddlepaddle-gpu\nonnxruntime-gpu\nfaiss-gpu\n"
                 "jax[cuda12]\nnvidia-nccl-cu12\njax-cuda12-plugin\n", path="requirements.txt",
                 count=7),

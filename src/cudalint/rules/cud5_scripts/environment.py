@@ -14,7 +14,7 @@ from cudalint.engine.contract import FileRule, Invalid, PythonRule, Valid
 from cudalint.engine.first_pass.prefilter import GAP, Terms
 from cudalint.engine.first_pass.prefilter import word as whole_word
 from cudalint.finding import Finding, Severity
-from cudalint.kinds import SCRIPT_RULE_KINDS, FileKind, SourceFile
+from cudalint.kinds import SHELL_RULE_KINDS, FileKind, SourceFile
 from cudalint.rules import tables
 
 if TYPE_CHECKING:
@@ -87,7 +87,8 @@ class CudaEnvironmentVariable(FileRule):
     `LD_LIBRARY_PATH` entries under `/usr/local/cuda`. Read in shell scripts (`export X=`,
     `X=1`, `X=1 python train.py`, `env X=1 ...`), Makefiles (recipes, exported variables
     and the variables named above, such as `CUDA_HOME ?= /usr/local/cuda`),
-    Dockerfiles (`ENV`, and `export` in `RUN`), compose `environment:`, notebooks
+    Dockerfiles (`ENV`, and `export` in `RUN`), compose `environment:`, the commands of
+    CI `run:`/`script:` steps (not a workflow's `env:`, which CUD404 reads), notebooks
     (`%env X=1`) and Python (`os.environ[...]`, `os.environ.get`, `os.getenv`,
     `os.environ.setdefault`, `os.putenv`, `os.environ.update`). `CUDA_HOME` imported from
     `torch.utils.cpp_extension` is CUD301.
@@ -118,7 +119,7 @@ class CudaEnvironmentVariable(FileRule):
     message = "CUDA environment variable"
     severity = Severity.INFO
     site_severities = (Severity.ERROR, Severity.WARNING)
-    file_kinds = frozenset({*SCRIPT_RULE_KINDS, FileKind.COMPOSE})
+    file_kinds = frozenset({*SHELL_RULE_KINDS, FileKind.COMPOSE})
     VALID = (
         Valid('echo "export CUDA_VISIBLE_DEVICES=0"\n# CUDA_HOME=/usr/local/cuda\n'
               "export OMP_NUM_THREADS=8\nFORCE_CUDA=0 pip install .\n", path="run.sh"),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine.contract import FileRule, Invalid, PythonRule, Valid
-from cudalint.kinds import SCRIPT_RULE_KINDS, SourceFile
+from cudalint.kinds import SHELL_RULE_KINDS, SourceFile
 
 if TYPE_CHECKING:
     from cudalint.finding import Finding
@@ -58,7 +58,8 @@ class NvidiaToolCall(FileRule):
     ## What it does
     Finds `nvidia-smi` and `nvcc` run as commands: in shell scripts (also inside `$(...)`,
     pipes, `&&` chains, `bash -c '...'`, `watch`/`srun`/`timeout`), Makefile recipes and
-    `$(shell ...)`, Dockerfile `RUN`/`CMD`, notebooks (`!nvidia-smi`), and Python
+    `$(shell ...)`, Dockerfile `RUN`/`CMD`, CI `run:` steps (GitHub workflows, composite
+    actions) and GitLab `script:` lines, notebooks (`!nvidia-smi`), and Python
     (`subprocess.run(["nvidia-smi", ...])`, `subprocess.run("nvcc --version", shell=True)`,
     `os.system`, `os.popen`, also through a built path: `cuda_dir + "/bin/nvcc"`,
     `os.path.join(CUDA_HOME, "bin", "nvcc")`, `f"{home}/bin/nvcc"`). A mention in `echo`,
@@ -91,7 +92,7 @@ class NvidiaToolCall(FileRule):
     code = "CUD501"
     name = "nvidia-tool-call"
     message = "runs an NVIDIA command-line tool"
-    file_kinds = SCRIPT_RULE_KINDS
+    file_kinds = SHELL_RULE_KINDS
     VALID = (
         Valid('echo "run nvidia-smi to see the GPUs"  # nvidia-smi\n', path="run.sh"),
         Valid("if command -v nvidia-smi >/dev/null; then echo gpu; fi\nwhich nvcc\n",
@@ -110,6 +111,9 @@ class NvidiaToolCall(FileRule):
                 "    nvidia-smi\n", path="Dockerfile", count=2),
         Invalid("command -v nvidia-smi && nvidia-smi -L\nnvidia-smi || true\n",
                 path="run.sh", count=2),
+        Invalid("jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+                "      - run: echo 'nvidia-smi shows the GPUs'\n      - run: |\n"
+                "          nvidia-smi\n          pytest\n", path=".github/workflows/ci.yml"),
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:

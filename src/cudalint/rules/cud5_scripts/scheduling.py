@@ -33,7 +33,9 @@ class GpuScheduling(FileRule):
     Finds GPU scheduling: `#SBATCH --gres=gpu...`, `#SBATCH --gpus*` and GPU partitions,
     PBS `#PBS -l ...ngpus=`, LSF `#BSUB -gpu`, SGE `#$ -l gpu=`; the same options on
     `srun`/`sbatch`/`salloc`/`qsub`/`bsub` command lines; `docker run --gpus`; and
-    `module load cuda` (also `cudnn`, `nccl`, `nvhpc`; `ml`, `spack load`).
+    `module load cuda` (also `cudnn`, `nccl`, `nvhpc`; `ml`, `spack load`). Commands are
+    read in shell scripts, Makefile recipes, Dockerfile `RUN`, CI `run:`/`script:` steps and
+    notebooks.
 
     ## Why is this bad?
     The job assumes an NVIDIA GPU and a cluster's CUDA modules. Run on a Mac, the directives
@@ -56,7 +58,7 @@ class GpuScheduling(FileRule):
     message = "GPU scheduling"
     severity = Severity.WARNING
     site_severities = (Severity.ERROR,)
-    file_kinds = scripts.SCRIPT_RULE_KINDS
+    file_kinds = scripts.SHELL_RULE_KINDS
     VALID = (
         Valid("#!/bin/bash\n#SBATCH --cpus-per-task=8\n#SBATCH --mem=32G\nmodule load python\n"
               "echo 'use --gres=gpu:1 on the cluster'\n", path="train.slurm"),

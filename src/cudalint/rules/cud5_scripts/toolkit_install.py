@@ -110,8 +110,10 @@ class CudaToolkitInstall(FileRule):
     `cudatoolkit`) or as pip wheels (`pip install nvidia-cuda-nvcc-cu12`); the `cuda-keyring`
     package and NVIDIA's repositories; CUDA and driver `.run` installers
     (`sh cuda_12.1.0_..._linux.run`). Read in shell scripts, Makefile recipes, Dockerfile
-    `RUN` and notebooks (`!apt-get install ...`). The conda and pip packages are also pins
-    (CUD401, CUD402), in environment and requirements files too.
+    `RUN`, CI steps (each `run:` of a GitHub workflow or composite action, GitLab
+    `script:` lines, at the row inside the block) and notebooks (`!apt-get install ...`).
+    The conda and pip packages are also pins (CUD401, CUD402), in environment and
+    requirements files too.
 
     ## Why is this bad?
     There is no CUDA toolkit or NVIDIA driver for macOS; on a Mac the script stops there,
@@ -133,7 +135,7 @@ class CudaToolkitInstall(FileRule):
     code = "CUD504"
     name = "cuda-toolkit-install"
     message = "installs the CUDA toolkit or NVIDIA driver"
-    file_kinds = scripts.SCRIPT_RULE_KINDS
+    file_kinds = scripts.SHELL_RULE_KINDS
     VALID = (
         Valid("apt-get install -y build-essential git\n"
               "wget https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/"
@@ -144,6 +146,11 @@ class CudaToolkitInstall(FileRule):
               "apt-get -y remove cuda-toolkit-12-1\n", path="setup.sh"),
         Valid("FROM python:3.11\nRUN apt-get update && apt-get install -y libgl1\n",
               path="Dockerfile"),
+        Valid("jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
+              "      - name: apt-get install -y cuda-toolkit-12-8\n"
+              "        run: |\n          sudo apt-get install -y libgl1\n"
+              "          echo 'apt-get install -y cuda-toolkit-12-8'\n",
+              path=".github/workflows/ci.yml"),
     )
     INVALID = (
         Invalid("dpkg -i cuda-keyring_1.1-1_all.deb\napt-get update\n"
@@ -160,6 +167,15 @@ class CudaToolkitInstall(FileRule):
                 path="install.sh", count=2),
         Invalid("pip install nvidia-cudnn-cu12 nvidia-cuda-nvcc-cu12==12.1.105 numpy\n",
                 path="install.sh", count=2),
+        Invalid("jobs:\n  build:\n    runs-on: ubuntu-22.04\n    steps:\n"
+                "      - name: Install CUDA\n        run: |\n"
+                "          sudo dpkg -i cuda-keyring_1.1-1_all.deb\n"
+                "          sudo apt-get update\n"
+                "          sudo apt-get install -y cuda-toolkit-12-8 nvidia-gds-12-8\n",
+                path=".github/workflows/build.yml", count=3),
+        Invalid("name: setup-cuda\nruns:\n  using: composite\n  steps:\n"
+                "    - run: sudo apt-get -y install cuda-toolkit-12-8\n      shell: bash\n",
+                path=".github/actions/setup-cuda/action.yml"),
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:

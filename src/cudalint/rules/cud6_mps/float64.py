@@ -9,6 +9,7 @@ import libcst as cst
 
 from cudalint.engine.contract import Invalid
 from cudalint.engine.first_pass.prefilter import GAP, Terms, word
+from cudalint.finding import Severity
 from cudalint.rules import args as call_args
 from cudalint.rules.assignments import TracksAssignments
 from cudalint.rules.cud6_mps import dtypes
@@ -22,6 +23,10 @@ _MAX_HOPS = 6
 _MPS = "MPS has no float64 (`TypeError: Cannot convert a MPS Tensor to float64 dtype`)"
 
 
+_CAST_AFTER_MOVE = (
+    "`torch.from_numpy({name})` is moved to a device before it is cast: a float64 array "
+    "(numpy's default) fails there on MPS; cast before moving (`.float().to(device)`)"
+)
 _FROM_NUMPY = (
     "numpy array (float64 by default) moved to a device: MPS has no float64 and raises there; "
     "convert with `.float()` or build the array as float32"
@@ -67,6 +72,9 @@ class _State:
     site: cst.CSTNode | None = None  # where it became float64
     message: str = ""  # what to say there
     on_device: bool = False
+    # `torch.from_numpy(<parameter>)`: an array of a dtype the function cannot tell, which a
+    # cast after a move to a device says was not float32
+    unknown: cst.Call | None = None
 
 
 _NOTHING = _State()
@@ -81,6 +89,10 @@ class Float64OnDevice(TracksAssignments):
     `torch.from_numpy(...)` of a numpy array that is float64 by default (`np.ones`,
     `np.random.rand`, `np.array([0.5])`, ...) moved to a device, also through a variable
     assigned in the same scope. A float64 tensor that stays on the CPU is fine and not reported.
+    Indexing (`x[t]`) keeps a tensor's dtype and device. `torch.from_numpy(arr)` of a
+    function's parameter moved to a device and cast only then
+    (`torch.from_numpy(arr).to(device=t.device)[t].float()`) is a warning: the cast says the
+    array is not float32, and a float64 one (numpy's default) fails when moved.
 
     ## Why is this bad?
     The MPS backend has no float64: moving such a tensor to a Mac GPU raises
@@ -106,6 +118,7 @@ class Float64OnDevice(TracksAssignments):
     code = "CUD601"
     name = "float64-on-device"
     message = _message("torch.float32")
+    site_severities = (Severity.WARNING,)
 
     @classmethod
     def prefilter(cls, settings: Settings) -> Terms:
@@ -113,10 +126,11 @@ class Float64OnDevice(TracksAssignments):
         `DoubleTensor`), `astype` (`a.astype("d")`), numpy as a module (not `x.numpy()`:
         numpy's names reach the rule through its imports, or as `numpy.ones`), and Python's
         `float` and `complex` as a value (`dtype = float`, `.to(float)`, `DTYPE = float`; not
-        `float(x)` or `x: float`), and an alias of `torch.set_default_dtype`."""
+        `float(x)` or `x: float`), an alias of `torch.set_default_dtype`, and `from_numpy`
+        (of a parameter, cast only after its move)."""
         return Terms(
             words=frozenset({"float64", "double", "cdouble", "complex128", "DoubleTensor",
-                             "astype"}),
+                             "astype", "from_numpy"}),
             patterns=(rf"{word('numpy')}(?<!\.numpy)", rf"{word('set_default_dtype')}{GAP}as\b"),
             together=(*_as_value("float"), *_as_value("complex")),
             follow=_REACHING,
@@ -132,6 +146,13 @@ class Float64OnDevice(TracksAssignments):
         "import torch\ny = t.to(device).cpu().double()\n",
         "import torch\nx = t.to(device)\ny = x.cpu().double()\n",
         "import torch\nx = t.double().argmax().to(device)\n",
+        "import torch\n\ndef extract(arr, t):\n"
+        "    return torch.from_numpy(arr).float().to(device=t.device)[t]\n",
+        "import torch\n\ndef extract(arr, t):\n    return torch.from_numpy(arr).to(t.device)[t]\n",
+        "import torch\n\ndef extract(arr, t):\n"
+        "    return torch.from_numpy(arr)[t].cpu().float()\n",
+        "import torch\n\ndef extract(arr, t):\n"
+        "    return torch.tensor(arr).to(device=t.device).float()\n",
         "import numpy as np\nimport torch\nt = torch.from_numpy(np.ones(3)).float().to(device)\n",
         "import numpy as np\nimport torch\n"
         "t = torch.from_numpy(np.ones(3, dtype=np.float32)).to(device)\n",
@@ -180,6 +201,13 @@ class Float64OnDevice(TracksAssignments):
         Invalid("import torch\nw = torch.zeros(3, dtype=torch.float64)\nw = w.to(device)\n"),
         Invalid("import torch\ny = x.to(device).new_zeros(3, dtype=torch.float64)\n"),
         Invalid("import torch\ny = x.to(device).double().cpu()\n"),
+        Invalid("import torch\ny = x.double()[idx].to(device)\n"),
+        Invalid(
+            "import torch\n\n"
+            "def _extract_into_tensor(arr, timesteps, broadcast_shape):\n"
+            "    res = torch.from_numpy(arr).to(device=timesteps.device)[timesteps].float()\n"
+            "    return res.expand(broadcast_shape)\n"
+        ),
         Invalid(
             "import torch\nx = t.double()\ny = x.to(device)\nz = x.to(device)\n",
         ),
@@ -225,6 +253,8 @@ class Float64OnDevice(TracksAssignments):
         while isinstance(base, cst.Call) and self._is_method_call(base):
             links.append(base)
             base = base.func.value  # type: ignore[attr-defined]
+            while isinstance(base, cst.Subscript):  # `x[t]` keeps the dtype and the device
+                base = base.value
         state = self._state(base, hops + 1)
         for call in reversed(links):
             state = self._step(call, state)
@@ -249,7 +279,31 @@ class Float64OnDevice(TracksAssignments):
             return self._moved(_State(dtype, _message(suggestion), on_device))
         if dtype is None and self._from_float64_array(call):
             return self._moved(_State(call, _FROM_NUMPY, on_device))
-        return _State(on_device=on_device)
+        return _State(on_device=on_device, unknown=self._from_parameter(call))
+
+    def _from_parameter(self, call: cst.Call) -> cst.Call | None:
+        """`torch.from_numpy(arr)` of a parameter of the enclosing function, unassigned."""
+        if self.ctx.call_name(call) != "torch.from_numpy":
+            return None
+        data = call_args.positional(call.args, 0)
+        if data is None or not isinstance(data.value, cst.Name):
+            return None
+        name = data.value.value
+        function = next((n for n in self.ctx.ancestors() if type(n) is cst.FunctionDef), None)
+        if not isinstance(function, cst.FunctionDef) or self.resolve(data.value)[1] is not None:
+            return None
+        params = function.params
+        every = (*params.posonly_params, *params.params, *params.kwonly_params)
+        return call if any(param.name.value == name for param in every) else None
+
+    def _cast_after_move(self, state: _State) -> _State:
+        """A cast to another dtype: after a move of an array of unknown dtype, too late."""
+        if state.unknown is not None and state.on_device:
+            data = call_args.positional(state.unknown.args, 0)
+            name = self.ctx.module.code_for_node(data.value) if data is not None else "..."
+            self.report(state.unknown, _CAST_AFTER_MOVE.format(name=name),
+                        severity=Severity.WARNING)
+        return _State(on_device=state.on_device)
 
     def _from_float64_array(self, call: cst.Call) -> bool:
         if self.ctx.call_name(call) not in dtypes.table().from_numpy:
@@ -264,9 +318,10 @@ class Float64OnDevice(TracksAssignments):
             attr = call.func.attr  # type: ignore[attr-defined]
             return self._moved(_State(attr, _message("torch.float32"), state.on_device))
         if method in table.to_other:
-            return _State(on_device=state.on_device)
+            return self._cast_after_move(state)
         if method == "cuda":
-            return self._moved(_State(state.site, state.message, on_device=True))
+            return self._moved(_State(state.site, state.message, on_device=True,
+                                      unknown=state.unknown))
         if method == "cpu":
             return _State(state.site, state.message, on_device=False)
         if method in ("to", "type"):
@@ -279,6 +334,7 @@ class Float64OnDevice(TracksAssignments):
         """`.to(device)`, `.to(dtype)`, `.to(device, dtype)`, `.type(torch.float64)`."""
         on_device = state.on_device
         site, message = state.site, state.message
+        cast = False
         for arg in call.args:
             keyword = arg.keyword.value if arg.keyword is not None else None
             if keyword in ("non_blocking", "copy", "memory_format"):
@@ -287,7 +343,7 @@ class Float64OnDevice(TracksAssignments):
             if new is not None or dtypes.float64_tensor_type(self, arg.value):
                 site, message = arg, _message(new or "torch.float32")
             elif dtypes.other_dtype(self, arg.value):
-                site = None
+                site, cast = None, True
             elif keyword == "device" or keyword is None:
                 where = placement(self, arg.value)
                 if where is Placement.UNKNOWN and keyword is None:
@@ -295,7 +351,11 @@ class Float64OnDevice(TracksAssignments):
                 on_device = where is not Placement.CPU
             else:
                 return _NOTHING
-        return self._moved(_State(site, message, on_device))
+        if cast:
+            self._cast_after_move(state)
+            return self._moved(_State(site, message, on_device))
+        unknown = state.unknown if site is None else None
+        return self._moved(_State(site, message, on_device, unknown))
 
     def _moved(self, state: _State) -> _State:
         if state.site is not None and state.on_device:
