@@ -35,6 +35,13 @@ DEFAULT_EXCLUDE = (
     "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages",
     "venv",
 )
+# A configuration file is read up to this size; a larger one is an error line, never read whole.
+MAX_CONFIG_SIZE = 1024 * 1024
+# The bounds of the byte sizes (`max-file-size`, `max-memory`): a worker's memory cap is set
+# from `max-memory` (RLIMIT_AS, a C long), and one under the least a check needs fails every
+# file with a MemoryError.
+_MAX_BYTES = 1 << 50
+_MIN_MEMORY = 64 * 1024 * 1024
 _KEYS = frozenset(
     {
         "select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude",
@@ -127,7 +134,7 @@ class Config(Record):
 
 
 def parse_version(text: str) -> tuple[int, int]:
-    match = re.match(r"^\s*(\d+)\.(\d+)", text)
+    match = re.match(r"^\s*(\d{1,9})\.(\d{1,9})(?!\d)", text)
     if match is None:
         raise ConfigError(f"target-torch: {text!r} is not a version such as '2.6'")
     return int(match.group(1)), int(match.group(2))
@@ -135,11 +142,30 @@ def parse_version(text: str) -> tuple[int, int]:
 
 def find_pyproject(start: Path) -> Path | None:
     """The nearest pyproject.toml above `start` that has a [tool.cudalint] table."""
+    found = _find_table(start)
+    return None if found is None else found[0]
+
+
+def _find_table(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
+    """The nearest pyproject.toml above `start` whose TOML holds a `tool.cudalint` table, in
+    any spelling (`[tool]` and a dotted key, an inline table, `[ tool."cudalint" ]`), and the
+    table. Only a file whose bytes name cudalint is parsed (a run imports no TOML parser for
+    a pyproject.toml without the word)."""
     start = start.resolve()
     for folder in [start, *start.parents] if start.is_dir() else start.parents:
         candidate = folder / "pyproject.toml"
-        if candidate.is_file() and "[tool.cudalint" in _read_text(candidate):
-            return candidate
+        if not candidate.is_file():
+            continue
+        data = _read_bytes(candidate)
+        if b"cudalint" not in data or not _may_name_the_table(data):
+            continue
+        tool = _parsed(candidate, data).get("tool")
+        table = tool.get("cudalint") if isinstance(tool, dict) else None
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise ConfigError(f"{candidate}: [tool.cudalint] must be a table")
+        return candidate, table
     return None
 
 
@@ -166,35 +192,97 @@ def project_root(config: Config) -> Path:
 
 def load_config(start: Path, explicit: Path | None = None) -> Config:
     """Settings for a run over paths under `start`; `explicit` is `--config PATH`."""
-    path = explicit or find_pyproject(start)
-    if path is None:
-        return Config(root=start.resolve() if start.is_dir() else start.resolve().parent)
+    if explicit is None:
+        found = _find_table(start)
+        if found is None:
+            return Config(root=start.resolve() if start.is_dir() else start.resolve().parent)
+        return _from_table(found[1], found[0])
+    path = explicit
     if not path.is_file():
         raise ConfigError(f"{path}: no such configuration file")
-    tomllib = toml()
-    try:
-        document = tomllib.loads(_read_text(path))
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: invalid TOML: {error}") from error
-    table = document.get("tool", {}).get("cudalint", {})
+    document = _parsed(path, _read_bytes(path))
+    tool = document.get("tool")
+    table = tool.get("cudalint", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.cudalint] must be a table")
     if path.name != "pyproject.toml" and not table:
         table = document  # a cudalint.toml holds the settings at the top level
     return _from_table(table, path)
 
 
-def _read_text(path: Path) -> str:
+# Where a TOML text can name the `tool.cudalint` table: after `tool.` (a header, a dotted
+# key), in `tool = {...}` (TOML 1.0's inline tables are one line), or as a key at the start of
+# a line, which counts in `[tool]` only; a text naming cudalint elsewhere only (a dependency,
+# a script's name) is not parsed.
+_AFTER_TOOL = rb"""tool["']?[ \t]*(?:\.[ \t]*|=[ \t]*\{(?:[^\n]*?,)?[ \t]*)["']?$"""
+_KEY_END = rb"""[ \t]*[.=]"""
+# A table's header: at the start of its line (an array's element on a line of its own is
+# indented, as TOML is written).
+_HEADER = rb"""(?m)^\[\[?[ \t]*([^\[\]\n]*?)[ \t]*\]\]?[ \t]*(?:#[^\n]*)?$"""
+
+
+def _may_name_the_table(data: bytes) -> bool:
+    """Whether `data` may hold the table, by the text around each `cudalint` in it: a cheap
+    test that spares a run the TOML parser for a pyproject.toml naming cudalint elsewhere."""
+    at = data.find(b"cudalint")
+    while at >= 0:
+        line = data.rfind(b"\n", 0, at) + 1
+        before = data[line:at]
+        if b"tool" in before and re.search(_AFTER_TOOL, before):
+            return True  # after `tool.` or in `tool = {...}`
+        quote = before[-1:] if before[-1:] in (b'"', b"'") else b""
+        after = data[at + 8:at + 64]
+        if (not before.strip(b" \t\"'") and after.startswith(quote)
+                and re.match(_KEY_END, after[len(quote):])):
+            headers = re.findall(_HEADER, data[:line])
+            if headers and headers[-1].strip(b"\"'") == b"tool":
+                return True  # a key of [tool]
+        at = data.find(b"cudalint", at + 8)
+    return False
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, read up to MAX_CONFIG_SIZE: a larger file is an error."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        with path.open("rb") as file:
+            data = file.read(MAX_CONFIG_SIZE + 1)
+    except OSError as error:
         raise ConfigError(f"{path}: cannot read: {error}") from error
+    if len(data) > MAX_CONFIG_SIZE:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_SIZE // 1024 // 1024} MiB, the most "
+                          "a configuration file may hold; not read")
+    return data
+
+
+def _parsed(path: Path, data: bytes) -> dict[str, Any]:
+    tomllib = toml()
+    try:
+        document: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from error
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
+    return document
+
+
+# Tables of [tool.cudalint] that a subcommand reads and checks itself ([tool.cudalint.smoke]:
+# cudalint.runtime.smoke.settings); here they need only be tables.
+_SUBTABLES = frozenset({"smoke"})
 
 
 def _from_table(table: Mapping[str, Any], path: Path) -> Config:
-    unknown = sorted(set(table) - _KEYS)
+    unknown = sorted(set(table) - _KEYS - _SUBTABLES)
     if unknown:
         raise ConfigError(f"{path}: unknown key in [tool.cudalint]: {unknown[0]!r}")
     config = Config(root=path.parent.resolve(), source=path)
+    for name in _SUBTABLES & set(table):
+        if not isinstance(table[name], Mapping):
+            raise ConfigError(f"{path}: [tool.cudalint] {name} must be a table")
     for key, value in table.items():
+        if key in _SUBTABLES:
+            continue
         attribute = key.replace("-", "_")
         expected = type(getattr(config, attribute))
         if not isinstance(value, expected) or isinstance(value, bool) is not (expected is bool):
@@ -225,8 +313,13 @@ def _validate(config: Config, path: Path) -> None:
         raise ConfigError(f"{where} helper: {config.helper!r} is not a module name such as "
                           "'pkg.device'")
     for name in ("max-file-size", "max-memory"):
-        if getattr(config, name.replace("-", "_")) <= 0:
+        size = getattr(config, name.replace("-", "_"))
+        if size <= 0:
             raise ConfigError(f"{where} {name} must be a positive number of bytes")
+        if size > _MAX_BYTES:
+            raise ConfigError(f"{where} {name} must be at most {_MAX_BYTES} bytes (1 PiB)")
+    if config.max_memory < _MIN_MEMORY:
+        raise ConfigError(f"{where} max-memory must be at least {_MIN_MEMORY} bytes (64 MiB)")
     if config.fail_on not in FAIL_ON:
         raise ConfigError(f"{where} fail-on: {config.fail_on!r} is not one of "
                           + ", ".join(map(repr, FAIL_ON)))

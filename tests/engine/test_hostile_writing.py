@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from cudalint.engine.fixes import writer
 from cudalint.engine.fixes.writer import WriteError, write_fixed
 from cudalint.engine.lint import autofix
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
@@ -103,7 +104,7 @@ def test_a_read_only_file_is_not_replaced_for_a_user_without_root():
         found = json.loads(done.stdout)
         errors = [f["message"] for f in found if f["code"] is None]
         assert errors == ["not written: the file is read-only (mode 0444)"], done.stderr
-        assert done.returncode == 1
+        assert done.returncode == 2  # a file that could not be written
         assert sorted(str(f["code"]) for f in found if f["filename"].endswith("bad.py")) == [
             "CUD102", "None"]  # its finding, and the error line
         assert bad.read_text() == GOOD and stat.S_IMODE(bad.stat().st_mode) == 0o444
@@ -132,6 +133,7 @@ def test_an_immutable_file_is_reported_not_replaced(tmp_path, capsys, monkeypatc
     bad, good = _tree(tmp_path)
     inode = bad.stat().st_ino
     _refuse(monkeypatch, os, "replace", bad, errno.EPERM)  # chattr +i
+    _refuse(monkeypatch, writer, "_exchange", bad, errno.EPERM)  # (a rename, on Linux)
     outcome = run(capsys, "check", "--fix", str(tmp_path))
     assert outcome.errors("bad.py") == ["not written: Operation not permitted"]
     assert bad.read_text() == GOOD and bad.stat().st_ino == inode
@@ -229,7 +231,7 @@ def test_a_file_that_became_a_link_while_checked_is_not_written_through(tmp_path
 
     monkeypatch.setattr(autofix, "fix_python", swapping_fix)
     outcome = run(capsys, "check", "--fix", "--no-cache", str(bad), str(good))
-    assert outcome.code == 1
+    assert outcome.code == 2  # a file that could not be written
     assert outcome.errors("bad.py") == ["not written: a symbolic link (fix the file it points to)"]
     assert outcome.codes("bad.py") == ["CUD102"]
     assert bad.is_symlink() and os.readlink(bad) == str(target)
@@ -344,11 +346,14 @@ def test_sigterm_during_a_write_lets_it_finish(tmp_path):
         from pathlib import Path
         from cudalint.engine.fixes import writer
 
-        replace = os.replace
+        replace, exchange = os.replace, writer._exchange
         def replace_after_sigterm(source, target):
             os.kill(os.getpid(), signal.SIGTERM)  # after the temporary file, before the rename
             replace(source, target)
-        os.replace = replace_after_sigterm
+        def exchange_after_sigterm(first, second):  # the rename, where Linux exchanges
+            os.kill(os.getpid(), signal.SIGTERM)
+            return exchange(first, second)
+        os.replace, writer._exchange = replace_after_sigterm, exchange_after_sigterm
         writer.write_fixed(Path({str(path)!r}), b"fixed\\n", {GOOD.encode()!r})
         print("not reached")
     """)

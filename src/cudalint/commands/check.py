@@ -9,9 +9,9 @@ from pathlib import Path
 from cudalint import rules as registry
 from cudalint.config import Config, ConfigError, load_config, project_root
 from cudalint.engine.checkers.job import FileReport
-from cudalint.engine.running.discovery import MissingPathError
+from cudalint.engine.running.discovery import PathError
 from cudalint.engine.running.runner import Interrupted, RunOptions, run
-from cudalint.finding import Severity
+from cudalint.finding import Finding, Severity
 from cudalint.output.printer import Printer
 from cudalint.output.progress import HUMAN_FORMATS, DelayedProgress, wants_progress
 
@@ -49,16 +49,34 @@ def run_check(args: SimpleNamespace) -> int:
             reports = [stdin.check(args.stdin_filename, config, options)]
         else:
             reports = _run_with_progress(args, config, options)
-    except (ConfigError, MissingPathError) as error:
+    except (ConfigError, PathError) as error:
         return _fail(str(error))
     except Interrupted as stop:
         return _interrupted(stop.reports)
     # With --fix or --diff on standard input, the code goes to stdout and the rest to stderr.
     out = sys.stderr if reading_stdin and (options.fix or options.diff) else sys.stdout
-    if reading_stdin:
-        stdin.write_result(reports[0], options)
-    _print(reports, args, options, config, out)
-    return _exit_code(reports, args, config)
+    code = _exit_code(reports, args, config)
+    try:
+        if reading_stdin:
+            stdin.write_result(reports[0], options)
+        _print(reports, args, options, config, out)
+        out.flush()
+    except BrokenPipeError:  # `| head`: the reader has all it wants
+        _quiet_closed_pipe(out)
+    return code
+
+
+def _quiet_closed_pipe(out: TextIO) -> None:
+    """A closed pipe ends the output quietly, and the exit code stays what the run found (0
+    or 1, or 2 where a file could not be checked or written), as `git log | head` and ruff
+    do: what was written is written. Python would report the pipe again when it flushes at
+    exit; the stream now goes nowhere."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # (a stream without a descriptor: nothing flushes it)
+        pass
 
 
 def _run_with_progress(args: SimpleNamespace, config: Config,
@@ -133,6 +151,12 @@ def _print(reports: list[FileReport], args: SimpleNamespace, options: RunOptions
     if args.statistics:
         text.render_statistics(reports, printer)
         return
+    if args.diff or args.fix_only:  # the error lines, which these show no finding of
+        errors = Printer(sys.stderr)
+        for report in reports:
+            for finding in report.findings:
+                if finding.is_error_line:
+                    errors.print(*text.headline(finding))
     if args.diff:
         if not options.in_memory:  # standard input's diff went to stdout already
             text.render_diffs(reports, printer)
@@ -164,6 +188,8 @@ def _machine_format(name: str, reports: list[FileReport], config: Config) -> str
 
 
 def _exit_code(reports: list[FileReport], args: SimpleNamespace, config: Config) -> int:
+    if any(map(_not_done, (f for report in reports for f in report.findings))):
+        return EXIT_ERROR  # in every mode, --exit-zero included, as ruff does
     if args.diff:  # as ruff: 1 when there is something to fix
         return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
     if args.fix_only or args.exit_zero:  # as ruff: --fix-only exits 0 after fixing
@@ -173,6 +199,15 @@ def _exit_code(reports: list[FileReport], args: SimpleNamespace, config: Config)
     threshold = Severity[config.fail_on.upper()]
     failing = any(f.fails(threshold) for report in reports for f in report.findings)
     return EXIT_FINDINGS if failing else EXIT_OK
+
+
+# The error lines of a file that cudalint could not check or write (not the file's own
+# problems: a syntax error, an undecodable or unreadable file, which are findings, exit 1).
+_NOT_DONE = ("not written", "not checked", "cannot write the device helper")
+
+
+def _not_done(finding: Finding) -> bool:
+    return finding.is_error_line and any(words in finding.message for words in _NOT_DONE)
 
 
 def _common_folder(paths: list[Path]) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
@@ -132,6 +132,10 @@ class PythonRule(Rule):
     ) -> None:
         if fix is not None and self.ctx.in_cuda_only_branch():
             fix = None  # the line already picks something else off CUDA
+        elif fix is not None and fix.applicability is Applicability.SAFE \
+                and self.ctx.in_cuda_test():
+            # A test that exists to check CUDA: a rewrite may stop it testing CUDA.
+            fix = replace(fix, applicability=Applicability.UNSAFE)
         self.ctx.reports.append(
             Report(
                 code=self.code,

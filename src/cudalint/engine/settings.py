@@ -15,6 +15,13 @@ HELPER_MODULE_DEFAULT = "cudalint.device"
 # The helper module of a file whose fixes carry the helper inline (engine.project.helper_place):
 # never imported, and no module of that name is ever written.
 INLINE_MODULE = "_cudalint_inline_device"
+# The first bytes of the helper's source (cudalint/device.py): a file that starts so is a
+# copy of the helper, which a run neither checks nor fixes, and which --fix may extend.
+HELPER_MARKER = b'"""Portable device selection and `torch.cuda.*` replacements (written by'
+
+
+def is_helper_copy(data: bytes) -> bool:
+    return data.lstrip(b"\xef\xbb\xbf").startswith(HELPER_MARKER)
 
 
 class Settings(Record):

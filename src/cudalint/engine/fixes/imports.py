@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cudalint.engine.first_pass.prefilter import LETTER_ESCAPE
+from cudalint.engine.first_pass.sparse import text_lines
 from cudalint.engine.settings import INLINE_MODULE
 from cudalint.engine.walk import visiting
 from cudalint.engine.walk.context import dotted_name
@@ -69,7 +70,8 @@ class Layout:
     (the module's text as `ast` splits it: cudalint.engine.first_pass.sparse.text_lines), no code is
     generated. Without them a statement's code is generated when a statement at or after it is asked
     for (`statement(index)`: the import block is near the top), and lines are counted as
-    `str.splitlines` counts them (as `apply` does)."""
+    Python counts them (`text_lines`, as `apply` does: str.splitlines would end a line at a
+    form feed, U+2028 or \\x1c in a comment)."""
 
     def __init__(self, module: cst.Module, starts: Sequence[int] | None = None,
                  lines: Sequence[str] | None = None) -> None:
@@ -143,7 +145,7 @@ def _blank_before(statement: cst.SimpleStatementLine | cst.BaseCompoundStatement
 
 
 def _count_lines(text: str) -> int:
-    return len(text.splitlines(keepends=True)) if text else 0
+    return len(text_lines(text)) if text else 0
 
 
 # -- what a module imports ----------------------------------------------------------------------
@@ -494,8 +496,8 @@ def unused_after(before: cst.Module, after: cst.Module, keep: Needs,
 
 # -- applying ---------------------------------------------------------------------------------
 def apply(code: str, edits: Sequence[LineEdit]) -> str:
-    """`code` with the (non-overlapping) line edits applied."""
-    lines = code.splitlines(keepends=True)
+    """`code` with the (non-overlapping) line edits applied; lines as Python counts them."""
+    lines = text_lines(code)
     for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
         lines[edit.start : edit.end] = [edit.text]
     return "".join(lines)

@@ -6,14 +6,22 @@ never leaves half a file, with its mode, owner, group and extended attributes ke
 the POSIX ACLs and SELinux label, which are extended attributes too). Where a rename cannot keep
 what the file is (a hard link, an owner cudalint cannot give back, an attribute it may not set),
 it is rewritten in place instead.
-Nothing is written through a symbolic link, into a file its mode makes read-only (even for
-root), or over a file that changed since it was read: each is a WriteError, and the file stays.
+Nothing is written through a symbolic link, into a file its mode makes read-only or into a
+folder whose mode has no write bit (even for root, whom access() lets write anything), or over a
+file that changed since it was read: each is a WriteError, and the file stays.
+
+An editor's save may land while the file is replaced. The comparison with what was read and the
+rename happen under an advisory lock on the file (`flock`: a writer that takes it too, another
+cudalint included, waits), and on Linux the rename is an exchange (renameat2 RENAME_EXCHANGE):
+what it took off the path is checked once more, its identity and its content, and put back if a
+save landed meanwhile ("changed during the fix"), so that no save is ever lost.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import signal
 import stat
@@ -57,6 +65,14 @@ def _require_writable(path: Path, info: os.stat_result) -> None:
     # Root may write anything; a file nobody may write is still left alone.
     if not mode & 0o222 or not os.access(path, os.W_OK):
         raise WriteError(f"not written: the file is read-only (mode {mode:04o})")
+    require_writable_folder(path.parent)
+
+
+def require_writable_folder(folder: Path) -> None:
+    """A folder whose mode gives nobody the write bit is read-only, even for root."""
+    mode = stat.S_IMODE(os.stat(folder).st_mode)
+    if not mode & 0o222:
+        raise WriteError(f"not written: its folder is read-only (mode {mode:04o})")
 
 
 def _replaceable(info: os.stat_result) -> bool:
@@ -79,11 +95,102 @@ def _replace(path: Path, data: bytes, original: bytes, info: os.stat_result) -> 
             _copy_attributes(path, file.fileno())  # after chown drops security.capability
             os.fsync(file.fileno())
         _require_unchanged(_read_current(path, info, len(original)), original)
-        os.replace(temporary, path)
+        _swap_in(path, temporary, original, info)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def _swap_in(path: Path, temporary: str, original: bytes, info: os.stat_result) -> None:
+    """Put `temporary` at `path` if `path` still holds the file read as `original`: compared
+    under the file's lock (and the new file's, so that a writer that locks never writes into
+    a file that is then taken back), then exchanged, and what the exchange took off the path
+    compared once more; put back where a save landed between the two."""
+    with _locked(path, info) as old, _locked(Path(temporary)) as new:
+        _require_unchanged(_read_from(old, len(original)), original)
+        if not _exchange(temporary, path):
+            os.replace(temporary, path)  # no exchange here: the lock is all there is
+            return
+        taken = os.lstat(temporary)
+        if ((taken.st_dev, taken.st_ino) == (info.st_dev, info.st_ino)
+                and _read_from(old, len(original)) == original):
+            os.unlink(temporary)  # the file as it was read
+            return
+        here = os.lstat(path)
+        ours = os.fstat(new)
+        if (here.st_dev, here.st_ino) == (ours.st_dev, ours.st_ino):
+            _exchange(temporary, path)  # the save back in its place; ours is then unlinked
+        raise WriteError("not written: the file changed during the fix")
+
+
+@contextlib.contextmanager
+def _locked(path: Path, info: os.stat_result | None = None) -> Iterator[int]:
+    """`path` open and under an exclusive advisory lock (the same file as `info`, if given)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        if info is not None:
+            _require_same_file(os.fstat(descriptor), info)
+        yield descriptor
+    finally:
+        os.close(descriptor)
+
+
+def _read_from(descriptor: int, size: int) -> bytes:
+    """Up to `size` + 1 bytes from the start of the open file."""
+    chunks: list[bytes] = []
+    offset, left = 0, size + 1
+    while left > 0:
+        chunk = os.pread(descriptor, left, offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+_RENAME_EXCHANGE = 2  # <linux/fs.h>
+_AT_FDCWD = -100
+_renameat2: list[object] = []  # the C function, once looked up (None: not on this system)
+
+
+def _exchange(first: str | Path, second: str | Path) -> bool:
+    """Swap two names atomically (Linux 3.15+, glibc 2.28+); False where that cannot be done
+    (another system, a file system without it), and nothing changed."""
+    if not _renameat2:
+        _renameat2.append(_lookup_renameat2())
+    function = _renameat2[0]
+    if function is None:
+        return False
+    result = function(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second),  # type: ignore[operator]
+                      _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    import ctypes
+
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(second))
+
+
+def _lookup_renameat2() -> object:
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                         ctypes.c_uint)
+    function.restype = ctypes.c_int
+    return function
 
 
 def _copy_attributes(path: Path, descriptor: int) -> None:
@@ -125,6 +232,7 @@ def _attribute(descriptor: int, name: str) -> bytes | None:
 def _rewrite_in_place(path: Path, data: bytes, original: bytes, info: os.stat_result) -> None:
     descriptor = os.open(path, os.O_RDWR | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
     try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)  # released with the descriptor
         _require_same_file(os.fstat(descriptor), info)
         _require_unchanged(_read_up_to(descriptor, len(original) + 1), original)
         os.lseek(descriptor, 0, os.SEEK_SET)
@@ -192,3 +300,6 @@ def _signals_deferred() -> Iterator[None]:
             handler(got, None)
         elif handler == signal.SIG_DFL:
             os.kill(os.getpid(), got)  # its default action, now that the write is done
+
+
+signals_deferred = _signals_deferred  # for the other writes of a fix (engine.fixes.helper_file)

@@ -45,7 +45,7 @@ def parse_python_noqa(source: str, rows: Iterable[int] | None = None) -> NoqaMap
             if token.type == tokenize.COMMENT:
                 comments[token.start[0] - 1] = token.string
     except (tokenize.TokenError, SyntaxError):
-        return parse_noqa(source.splitlines())
+        return parse_noqa(_LINE_END.split(source))  # Python's line ends, not str.splitlines'
     return parse_noqa(comments)
 
 

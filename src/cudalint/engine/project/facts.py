@@ -73,10 +73,14 @@ def assumed_torch_source(root: Path) -> tuple[tuple[int, int], str]:
 
 def with_tree(settings: Settings, tree: TreeFacts) -> Settings:
     """`settings` with what the scan of the project's Python files found: a `cuda` method of
-    its own; code that runs only on a torch older than 2.0 (`torch._six`), which lowers the
-    torch the fixes assume to OLD_TORCH where the project states none."""
+    its own; the CUDA extensions of every setup.py in the tree (per-extension folders); code
+    that runs only on a torch older than 2.0 (`torch._six`), which lowers the torch the fixes
+    assume to OLD_TORCH where the project states none."""
     if tree.own_cuda_method:
         settings = settings.replace(own_cuda_method=True)
+    if not tree.extension_modules <= settings.extension_modules:
+        settings = settings.replace(
+            extension_modules=settings.extension_modules | tree.extension_modules)
     if not settings.torch_stated and _lowered_by_tree(settings.target_torch, tree):
         settings = settings.replace(target_torch=OLD_TORCH)
     return settings
@@ -109,14 +113,17 @@ _CUDA_DEF = rb"def[ \t]+cuda[ \t]*\("
 class TreeFacts(Record):
     """What one scan of the checked Python files finds."""
 
-    __slots__ = ("helper_copies", "old_torch", "own_cuda_method")
-    FIELDS = ("own_cuda_method", "helper_copies", "old_torch")
+    __slots__ = ("extension_modules", "helper_copies", "old_torch", "own_cuda_method")
+    FIELDS = ("own_cuda_method", "helper_copies", "old_torch", "extension_modules")
 
     def __init__(self, own_cuda_method: bool = False,
-                 helper_copies: frozenset[Path] = frozenset(), old_torch: bool = False) -> None:
+                 helper_copies: frozenset[Path] = frozenset(), old_torch: bool = False,
+                 extension_modules: frozenset[str] = frozenset()) -> None:
         self.own_cuda_method = own_cuda_method  # a class defines `def cuda(self, ...)`
         self.helper_copies = helper_copies  # copies of the device helper
         self.old_torch = old_torch  # code names an API removed in torch 2.0
+        # what the CUDAExtension calls of the setup.py files checked build
+        self.extension_modules = extension_modules
 
 
 def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
@@ -125,9 +132,12 @@ def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
     parsing them. `facts_of` gives a file's `file_facts` (None: unreadable) where the lint
     cache knows them; without it each file is read."""
     own, copies, old = False, set(), False
+    setups: list[Path] = []
     for path, kind in found:
         if kind is not FileKind.PYTHON:
             continue
+        if path.name == "setup.py":
+            setups.append(path)
         facts = facts_of(path) if facts_of is not None else _read_facts(path, limit)
         if facts is None:  # reported when the file is checked
             continue
@@ -136,7 +146,25 @@ def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
             copies.add(path)
         own = own or cuda_method
         old = old or old_torch
-    return TreeFacts(own, frozenset(copies), old)
+    return TreeFacts(own, frozenset(copies), old, _setup_extensions(setups, limit))
+
+
+def _setup_extensions(setups: Iterable[Path], limit: int) -> frozenset[str]:
+    """The modules the `CUDAExtension(...)` calls of these setup.py files build: one per
+    extension folder (`ext_a/setup.py`) as often as the project's root one. A file that
+    names no extension is not parsed."""
+    names: set[str] = set()
+    for path in setups:
+        try:
+            data = read_regular(path, limit)
+        except ReadError:  # reported when the file is checked
+            continue
+        if b"Extension" not in data:
+            continue
+        from cudalint.engine.project.setup_py import read_setup  # LibCST: only for such files
+
+        names |= read_setup(data.decode("utf-8", "replace")).cuda_extensions
+    return frozenset(names)
 
 
 def file_facts(data: bytes) -> tuple[bool, bool, bool]:

@@ -33,15 +33,12 @@ from pathlib import Path
 
 from cudalint.config import DEFAULT_MAX_FILE_SIZE, find_project_root
 from cudalint.engine.reading.reader import ReadError, read_regular
-from cudalint.engine.settings import INLINE_MODULE
+from cudalint.engine.settings import INLINE_MODULE, is_helper_copy
 from cudalint.kinds import FileKind
 from cudalint.record import Record
 
 HELPER_NAME = "_device"
 FALLBACK_NAME = "_cudalint_device"  # when the project has a `_device.py` of its own
-# The first bytes of the helper's source (cudalint/device.py): a file that starts so is a
-# copy of the helper, which a run neither checks nor fixes.
-HELPER_MARKER = b'"""Portable device selection and `torch.cuda.*` replacements (written by'
 
 
 class HelperPlace(Record):
@@ -54,10 +51,6 @@ class HelperPlace(Record):
 
 
 INLINE = HelperPlace(INLINE_MODULE, None)
-
-
-def is_helper_copy(data: bytes) -> bool:
-    return data.lstrip(b"\xef\xbb\xbf").startswith(HELPER_MARKER)
 
 
 def helper_place(path: Path, kind: FileKind, root: Path, *, fixing: bool = True) -> HelperPlace:

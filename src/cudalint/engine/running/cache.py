@@ -17,6 +17,15 @@ Everything is JSON (a cache committed by a hostile repository cannot run code) a
 through a temporary file and a rename, so two runs may share the folder: a run that saves the
 index merges what another saved meanwhile, and the worst a race costs is a file checked again.
 Only lint results are cached, never a `--fix` or `--diff` run.
+
+A cache committed to a repository (or copied from another machine) could hide findings or plant
+false ones: each index is signed with a key kept outside every project, in the user's cache
+folder (`$XDG_CACHE_HOME/cudalint/key`, else `~/.cache/cudalint/key`, made with mode 0600 on
+first use), as keyed BLAKE2b (a MAC: hashlib and hmac load OpenSSL); the keys of entries, and
+so the names of their texts, are keyed the same way. An index signed with another key is not
+read; an entry of the wrong shape is a miss. Where no key can be kept, a run has no cache.
+Nothing is written through a symbolic link: a cache folder that is one, or that a link inside
+the project leads to (`.cudalint_cache -> ..`), is not used (one warning line).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
@@ -36,10 +46,11 @@ try:  # the built-in BLAKE2: importing hashlib loads OpenSSL (5 ms, more than ev
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - a Python built without it
     from hashlib import blake2b
+from _operator import _compare_digest  # hmac.compare_digest, without hmac's hashlib
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeGuard
 
     from cudalint.engine.settings import Settings
     from cudalint.kinds import FileKind
@@ -50,9 +61,14 @@ CACHE_DIR_ENV = "CUDALINT_CACHE_DIR"
 _TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
         "# This file is a cache directory tag created by cudalint.\n"
         "# For information about cache directory tags see https://bford.info/cachedir/\n")
-_FORMAT = 3  # the layout of an index; another one is simply not found
+_FORMAT = 4  # the layout of an index; another one is simply not found
 _SETTLED_NS = 2_000_000_000  # the coarsest file-time granularity (FAT) and a clock skew margin
 _KEPT_INDEXES = 8  # configurations kept; the index written longest ago goes first
+
+_KEY_SIZE = 32  # bytes of the user's key
+_SIGNED = b'{"mac": "'  # an index opens with its MAC (64 hex digits), then `", ` and the rest
+_MAC_END = len(_SIGNED) + 64
+_BODY = _MAC_END + 3
 
 Status = tuple[int, int, int, int, int]  # size, mtime_ns, ctime_ns, inode, device
 
@@ -77,16 +93,17 @@ class Snapshot:
 class Store:
     """What a worker needs to make an index entry for a file it checked (small, picklable)."""
 
-    __slots__ = ("folder", "salt")
+    __slots__ = ("folder", "salt", "secret")
 
-    def __init__(self, folder: Path, salt: str) -> None:
+    def __init__(self, folder: Path, salt: str, secret: bytes) -> None:
         self.folder = folder
         self.salt = salt
+        self.secret = secret  # the user's key: signs the index, keys its entries
 
     def key(self, path: Path, kind: FileKind, settings: Settings, digest: str) -> str:
         head = "\0".join((self.salt, os.path.abspath(path), kind.value, _settings(settings),
                           digest))
-        return _digest(head.encode()).hexdigest()
+        return blake2b(head.encode(), key=self.secret, digest_size=32).hexdigest()
 
     def entry(self, path: Path, kind: FileKind, settings: Settings, snapshot: Snapshot,
               findings: Sequence[Finding], text: str | None) -> dict[str, Any] | None:
@@ -128,7 +145,12 @@ class Cache:
         `selection` (JSON) is what picks each file's rules: selectors and per-file ignores."""
         if os.environ.get(NO_CACHE_ENV, "") not in ("", "0"):
             return None
-        folder = Path(os.environ.get(CACHE_DIR_ENV) or root / FOLDER)
+        folder = _folder(root)
+        if folder is None:
+            return None
+        secret = user_key()
+        if secret is None:
+            return None
         try:
             _prepare(folder)
         except OSError:
@@ -137,7 +159,8 @@ class Cache:
                            selection], default=repr)
         name = _digest(salt.encode()).hexdigest()[:24]
         index = folder / f"index-{name}.json"
-        return cls(Store(folder, salt), index, _read_index(index, salt))
+        store = Store(folder, salt, secret)
+        return cls(store, index, _read_index(index, store))
 
     def snapshot(self, path: Path, read: Callable[[Path], bytes],
                  facts: Callable[[bytes], Any]) -> Snapshot | None:
@@ -151,7 +174,7 @@ class Cache:
               facts: Callable[[bytes], Any]) -> Snapshot | None:
         known = self.files.get(os.path.abspath(path))
         status = file_status(path)
-        if status is not None and known is not None and _status(known) == status:
+        if status is not None and _well_formed(known) and _status(known) == status:
             return Snapshot(known["digest"], known["facts"], status)
         from cudalint.engine.reading.reader import ReadError
 
@@ -166,8 +189,8 @@ class Cache:
         """The findings and text of the file's last check, or None when it has none for this
         content, kind and settings (or it is damaged)."""
         entry = self.files.get(os.path.abspath(path))
-        if entry is None or entry.get("key") != self.store.key(path, kind, settings,
-                                                               snapshot.digest):
+        if not _well_formed(entry) or entry["key"] != self.store.key(path, kind, settings,
+                                                                     snapshot.digest):
             return None
         try:
             findings = [_finding(item, path) for item in entry["findings"]]
@@ -186,11 +209,12 @@ class Cache:
         since it was read; entries of files that no longer exist are dropped."""
         if not self.changed:
             return
-        files = {**self.files, **_read_index(self.index, self.store.salt)}
+        files = {**self.files, **_read_index(self.index, self.store)}
         files = {path: entry for path, entry in files.items() if os.path.exists(path)}
         files.update(self.changed)
+        body = json.dumps({"salt": self.store.salt, "files": files}).encode()[1:]
         with contextlib.suppress(OSError):  # a read-only or full disk costs speed only
-            _write(self.index, json.dumps({"salt": self.store.salt, "files": files}).encode())
+            _write(self.index, b"".join((_SIGNED, _mac(body, self.store.secret), b'", ', body)))
             _forget_old_indexes(self.store.folder)
 
 
@@ -212,15 +236,115 @@ def _status(entry: dict[str, Any]) -> Status | None:
     return None if status is None else tuple(status)  # type: ignore[return-value]
 
 
-def _read_index(index: Path, salt: str) -> dict[str, dict[str, Any]]:
+def _well_formed(entry: object) -> TypeGuard[dict[str, Any]]:
+    """Whether an index entry has the shape `Store.entry` gives it (its findings are checked
+    as they are replayed): anything else is a miss."""
+    if not isinstance(entry, dict):
+        return False
+    status, facts = entry.get("status"), entry.get("facts")
+    return (isinstance(entry.get("key"), str) and isinstance(entry.get("digest"), str)
+            and isinstance(entry.get("findings"), list) and isinstance(entry.get("text"), bool)
+            and (status is None or (isinstance(status, list) and len(status) == 5
+                                    and all(type(n) is int for n in status)))
+            and (facts is None or (isinstance(facts, list)
+                                   and all(isinstance(f, bool) for f in facts))))
+
+
+def _read_index(index: Path, store: Store) -> dict[str, dict[str, Any]]:
+    """The index's entries, when it is signed with the user's key and made for this salt."""
     try:
-        loaded = json.loads(index.read_bytes())
-        if loaded["salt"] == salt and isinstance(loaded["files"], dict):
+        data = index.read_bytes()
+    except OSError:
+        return {}
+    if not (data.startswith(_SIGNED) and data[_MAC_END:_BODY] == b'", '
+            and _compare_digest(data[len(_SIGNED):_MAC_END], _mac(data[_BODY:], store.secret))):
+        return {}  # another key's (a committed or copied cache), or damaged
+    try:
+        loaded = json.loads(data)
+        if loaded["salt"] == store.salt and isinstance(loaded["files"], dict):
             files: dict[str, dict[str, Any]] = loaded["files"]
             return files
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         pass
     return {}
+
+
+def _mac(data: bytes, secret: bytes) -> bytes:
+    return blake2b(data, key=secret, digest_size=32).hexdigest().encode()
+
+
+def _folder(root: Path) -> Path | None:
+    """The cache folder (CUDALINT_CACHE_DIR, else `.cudalint_cache` at the project root),
+    resolved; None, with a warning line, when it is a symbolic link or a link inside the
+    project leads to it."""
+    named = os.environ.get(CACHE_DIR_ENV)
+    real_root = os.path.realpath(root)
+    folder = os.path.abspath(named) if named else os.path.join(real_root, FOLDER)
+    real = os.path.realpath(folder)
+    if real == folder or (named and not os.path.islink(folder)
+                          and not _linked_inside(folder, real_root)):
+        return Path(real)
+    sys.stderr.write(f"cudalint: warning: {folder}: the cache folder is a symbolic link or is "
+                     "reached through one; checked without the cache\n")
+    return None
+
+
+def _linked_inside(folder: str, root: str) -> bool:
+    """Whether the deepest symbolic link on the way to `folder` lies inside `root`."""
+    for parent in [folder, *map(str, Path(folder).parents)]:
+        if os.path.islink(parent):
+            return parent == root or parent.startswith(root + os.sep)
+    return False
+
+
+def user_key() -> bytes | None:
+    """This user's key for the cache (made on first use, mode 0600), kept in the user's cache
+    folder, outside every project; None when it can be neither read nor made."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG rule: a relative value is ignored
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    path = os.path.join(base, "cudalint", "key")
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        return _new_key(path)
+    except OSError:
+        return None
+
+
+def _read_key(path: str) -> bytes:
+    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        key = os.read(handle, 64)
+    finally:
+        os.close(handle)
+    if len(key) < _KEY_SIZE:
+        raise OSError(f"{path}: a key of {len(key)} bytes")
+    return key[:_KEY_SIZE]
+
+
+def _new_key(path: str) -> bytes:
+    """A new key, written whole and then linked in place: two runs making one at the same
+    time agree on the first (the other's link fails)."""
+    temporary = f"{path}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(os.urandom(_KEY_SIZE))
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    return _read_key(path)
 
 
 def _forget_old_indexes(folder: Path) -> None:
@@ -231,6 +355,8 @@ def _forget_old_indexes(folder: Path) -> None:
 
 def _prepare(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    if os.path.islink(folder / "text"):
+        raise OSError(f"{folder / 'text'}: a symbolic link")
     tag = folder / "CACHEDIR.TAG"
     if not tag.exists():
         _write(folder / ".gitignore", b"# Created by cudalint automatically.\n*\n")
@@ -288,6 +414,33 @@ def _settings_text(values: tuple[Any, ...]) -> str:
                       default=repr)
 
 
+def _plain_shape(item: object) -> bool:
+    if not isinstance(item, dict):
+        return False
+    fix, extra, cell = item.get("fix"), item.get("extra"), item.get("cell")
+    return (isinstance(item.get("code"), (str, type(None))) and isinstance(item.get("message"), str)
+            and _position(item.get("location")) and _position(item.get("end"))
+            and type(item.get("severity")) is int and isinstance(item.get("guarded"), bool)
+            and (cell is None or type(cell) is int)
+            and isinstance(extra, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in extra.items())
+            and (fix is None or _fix_shape(fix)))
+
+
+def _fix_shape(fix: object) -> bool:
+    if not isinstance(fix, dict) or not isinstance(fix.get("applicability"), str):
+        return False
+    edits = fix.get("edits")
+    return (isinstance(fix.get("message"), str) and isinstance(edits, list)
+            and all(isinstance(e, list) and len(e) == 5 and isinstance(e[0], str)
+                    and _position(e[1:3]) and _position(e[3:5]) for e in edits))
+
+
+def _position(value: object) -> bool:
+    return (isinstance(value, list) and len(value) == 2
+            and all(type(n) is int for n in value))
+
+
 def _plain(finding: Finding) -> dict[str, Any]:
     fix = finding.fix
     return {
@@ -305,6 +458,9 @@ def _plain(finding: Finding) -> dict[str, Any]:
 
 
 def _finding(item: dict[str, Any], path: Path) -> Finding:
+    """The finding of a `_plain` record; ValueError when it is not one."""
+    if not _plain_shape(item):
+        raise ValueError("not a finding")
     fix = item["fix"]
     return Finding(
         code=item["code"], message=item["message"], path=path,

@@ -11,7 +11,12 @@ apply below it too.
 A symbolic link to a file stands for that file when it lies inside the tree checked (the folder
 given, or the project for a file named explicitly), so that a fix writes the file itself, never
 through a link; a link out of the tree is not followed (os.walk follows no linked folder
-either). A folder that cannot be read is an error line of its own."""
+either). A folder that cannot be read is an error line of its own.
+
+A run that writes (`--fix`) refuses, before it reads anything, a folder or file named on the
+command line that leads through a symbolic link inside the project (`out -> ../outside`) or
+out of the project: a fix is written only where the path names. A file that is itself a link
+is the link rules' above."""
 
 from __future__ import annotations
 
@@ -22,13 +27,21 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 
-from cudalint.config import Config, project_root
+from cudalint.config import Config, ConfigError, project_root
 from cudalint.engine.reading.reader import read_text
 from cudalint.kinds import FileKind, classify
 
 
-class MissingPathError(Exception):
+class PathError(Exception):
+    """A path given on the command line that a run cannot take (exit 2)."""
+
+
+class MissingPathError(PathError):
     """A path given on the command line does not exist (exit 2)."""
+
+
+class RefusedPathError(PathError):
+    """A path given to a run that writes leads through a link or out of the project (exit 2)."""
 
 
 def discover(
@@ -37,19 +50,24 @@ def discover(
     *,
     force_exclude: bool = False,
     errors: list[tuple[Path, str]] | None = None,
+    writing: bool = False,
 ) -> list[tuple[Path, FileKind]]:
     """Files to check with their kinds, sorted. A file or folder named explicitly is checked
     even when an exclude pattern matches it or a folder above it, unless `force_exclude` (as
     ruff's --force-exclude, which pre-commit hooks use since they pass every file
-    explicitly). What cannot be walked is added to `errors` with the reason."""
+    explicitly). What cannot be walked is added to `errors` with the reason. `writing` (a
+    fix) refuses a path that leads through a link or out of the project (RefusedPathError)."""
     errors = [] if errors is None else errors
     excluded_kinds = {kind.lower() for kind in config.exclude_kinds}
     exclude = _exclude_spec(config)
     root = project_root(config)
-    found: dict[Path, FileKind] = {}
     for path in paths:
         if not path.exists():
             raise MissingPathError(f"{path}: no such file or directory")
+        if writing:
+            _refuse_unsafe(path, root)
+    found: dict[Path, FileKind] = {}
+    for path in paths:
         if force_exclude and _covered(path.resolve(), path.is_dir(), root, exclude):
             continue
         if path.is_dir():
@@ -76,6 +94,34 @@ def _named_file(path: Path, root: Path, errors: list[tuple[Path, str]]) -> Path 
         errors.append((path, "a symbolic link to a file outside the project; skipped"))
         return None
     return target
+
+
+def _refuse_unsafe(path: Path, root: Path) -> None:
+    """Raise RefusedPathError when a fix of `path` (a folder, or the folder of a file) would
+    be written through a symbolic link inside the project, or out of the project: its real
+    folder is not the one named, below the deepest link above it that lies in the project or
+    the current folder (a link above both, `/var -> /private/var`, is the system's)."""
+    folder = Path(os.path.abspath(path))
+    if not path.is_dir():
+        folder = folder.parent  # a file that is itself a link: `_named_file`
+    real = Path(os.path.realpath(folder))
+    link = next((p for p in [folder, *folder.parents] if os.path.islink(p)), None)
+    if link is not None and _in_a_project(link.parent):
+        raise RefusedPathError(f"{path}: leads through a symbolic link ({link} -> {real}); "
+                               "--fix writes nothing through a link")
+    real_root = Path(os.path.realpath(root))
+    if not _is_within(real, real_root) and not _is_within(real, Path.cwd()):
+        raise RefusedPathError(f"{path}: lies outside the project ({real_root}); "
+                               "--fix writes nothing there")
+
+
+def _in_a_project(folder: Path) -> bool:
+    """Whether `folder` is at or below the current folder, or a folder at or above it holds
+    a pyproject.toml or a .git (a project)."""
+    if _is_within(folder, Path.cwd()):
+        return True
+    return any((p / "pyproject.toml").is_file() or (p / ".git").exists()
+               for p in [folder, *folder.parents])
 
 
 def is_excluded(path: Path, kind: FileKind, config: Config) -> bool:
@@ -192,6 +238,24 @@ def _matches_itself(regex: re.Pattern[str], path: str) -> bool:
     return match.end("ps_d") == len(path)
 
 
+def _lenient_spec(lines: list[str]) -> Spec:
+    """A .gitignore's spec, without the patterns that are no pattern (`[z-a]`): git ignores
+    those too."""
+    try:
+        return _spec(lines)
+    except (re.error, ValueError):
+        return _spec([line for line in lines if _bad_pattern(line) is None])
+
+
+def _bad_pattern(line: str) -> str | None:
+    """Why a gitignore line is no pattern, or None."""
+    try:
+        _spec([line])
+    except (re.error, ValueError) as error:
+        return str(error)
+    return None
+
+
 def _spec(lines: list[str]) -> Spec:
     """A gitignore spec of these lines; pathspec is imported only for patterns that
     `_translated` leaves to it."""
@@ -257,7 +321,17 @@ def _covered(path: Path, is_dir: bool, root: Path, exclude: Spec) -> bool:
 
 
 def _exclude_spec(config: Config) -> Spec:
-    return _spec([*config.exclude, *config.extend_exclude])
+    try:
+        return _spec([*config.exclude, *config.extend_exclude])
+    except (re.error, ValueError):
+        pass
+    for key, patterns in (("exclude", config.exclude), ("extend-exclude", config.extend_exclude)):
+        for pattern in patterns:
+            problem = _bad_pattern(pattern)
+            if problem is not None:
+                raise ConfigError(f"{config.source}: [tool.cudalint] {key}: {pattern!r} is not "
+                                  f"a pattern ({problem})") from None
+    raise ConfigError(f"{config.source}: [tool.cudalint] exclude: not a list of patterns")
 
 
 def _explicit_kind(path: Path) -> FileKind | None:
@@ -360,7 +434,7 @@ def _skipped(path: str, is_dir: bool, root: str, exclude: Spec, ignores: Ignores
 
 def _gitignore(folder: str) -> Spec | None:
     text = read_text(Path(folder, ".gitignore"))
-    return None if text is None else _spec(text.splitlines())
+    return None if text is None else _lenient_spec(text.splitlines())
 
 
 def _relative(path: str, base: str) -> str:

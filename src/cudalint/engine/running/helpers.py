@@ -5,13 +5,11 @@ names give the same bytes, and a later fix extends the file rather than rewritin
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from cudalint.engine.checkers.job import FileReport, unified_diff
-from cudalint.engine.fixes.writer import WriteError, write_fixed
+from cudalint.engine.fixes.writer import WriteError
 from cudalint.engine.project.helper_place import is_helper_copy
 from cudalint.finding import error_finding
 from cudalint.record import Record
@@ -62,43 +60,23 @@ def _read(path: Path) -> str | None:
 
 
 def write(plans: Sequence[HelperPlan]) -> None:
-    """Write each helper that is missing or lacks a name; an error is a line on the report of
-    each file importing it."""
+    """Write each helper that is missing or lacks a name (the checks wrote it already, each
+    before the first file importing it: engine.fixes.helper_file); an error is a line on the
+    report of each file importing it. Every importer of a helper the run wrote says so."""
+    from cudalint.engine.fixes.helper_file import ensure_helper
+
     for helper in plans:
-        if helper.after == helper.before:
-            continue
+        names = frozenset().union(*(report.helper_names for report in helper.importers))
         try:
-            if helper.before is None:
-                _create(helper.path, helper.after.encode())
-            else:
-                write_fixed(helper.path, helper.after.encode(), helper.before.encode())
-        except (OSError, WriteError) as error:
-            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            wrote = ensure_helper(helper.path, names)
+        except WriteError as error:
             for report in helper.importers:
                 report.findings.append(error_finding(
-                    report.path, f"cannot write the device helper {helper.path}: {reason}"))
+                    report.path, str(error).removeprefix("not written: ")))
             continue
-        for report in helper.importers:
-            report.helper_written = True
-
-
-def _create(path: Path, data: bytes) -> None:
-    """A new file, whole or not at all, never through a link or over an existing file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=".cudalint-", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.link(temporary, path)  # fails where anything, a dangling link included, is there
-    finally:
-        os.unlink(temporary)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+        if wrote or any(report.helper_written for report in helper.importers):
+            for report in helper.importers:
+                report.helper_written = True
 
 
 def diffs(plans: Sequence[HelperPlan]) -> list[FileReport]:

@@ -61,13 +61,33 @@ def _run_here(
 ) -> tuple[list[Result], bool]:
     results: list[Result] = []
     try:
-        for item in items:
-            results.append(function(item))
-            if progress is not None:
-                progress(len(results))
+        with _sigterm_as_ctrl_c():
+            for item in items:
+                results.append(function(item))
+                if progress is not None:
+                    progress(len(results))
     except KeyboardInterrupt:
         return results, True
     return results, False
+
+
+def _raise_interrupt(_number: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c() -> Any:
+    """SIGTERM (`kill`, a CI runner's timeout, systemd) stops a run in this process as Ctrl-C
+    does: the file in hand is finished (a write defers it: engine.fixes.writer), then the
+    run stops with what it has done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -223,16 +243,19 @@ def died(exitcode: int | None, capped: bool = False) -> str:
 
 @contextlib.contextmanager
 def _sigint_noted(note: Callable[[], None]) -> Any:
-    """Ctrl-C calls `note` instead of raising KeyboardInterrupt wherever the main loop is, so
-    no result is lost between receiving and recording it (signals reach the main thread only)."""
+    """Ctrl-C (and SIGTERM, which stops a run as Ctrl-C does) calls `note` instead of raising
+    KeyboardInterrupt wherever the main loop is, so no result is lost between receiving and
+    recording it (signals reach the main thread only)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, lambda _number, _frame: note())
+    previous = {number: signal.signal(number, lambda _number, _frame: note())
+                for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _serve(connection: Connection, function: Callable[[Any], Any], parent: int,

@@ -125,7 +125,8 @@ def run(
     settings = project.settings_for(config)
     options = options.replace(max_file_size=config.max_file_size, max_memory=config.max_memory)
     unreadable: list[tuple[Path, str]] = []
-    found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable)
+    found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable,
+                     writing=options.fix and not options.diff and not options.in_memory)
     lint_cache = _open_cache(config, options)
     tree = project.scan_tree(found, config.max_file_size,
                              None if lint_cache is None else _cached_facts(lint_cache, options))
@@ -352,7 +353,34 @@ def _check_file(
         prefilter=Prefilter.for_rules(python_rules, settings),
         options=options,
     )
-    return _lean(isolated(checker_for(kind), job))
+    report = isolated(checker_for(kind), job)
+    if (options.fix and not options.diff and not options.in_memory and not report.written
+            and settings.helper_file is not None):
+        _require_helper(report, data, settings)
+    return _lean(report)
+
+
+def _require_helper(report: FileReport, data: bytes, settings: Settings) -> None:
+    """A file that imports the project's helper (fixed by an earlier run, one cut short
+    before it wrote the helper) finds it: every --fix run writes it where it is missing."""
+    module, place = settings.helper_module, settings.helper_file
+    if place is None or module.encode() not in data:
+        return
+    from cudalint.engine.checkers.job import imported_helpers
+    from cudalint.engine.fixes.helper_file import ensure_helper
+    from cudalint.engine.fixes.writer import WriteError
+
+    names = imported_helpers(data.decode("utf-8", errors="replace"), module)
+    if not names:
+        return
+    try:
+        written = ensure_helper(place, names)
+    except WriteError as error:
+        reason = str(error).removeprefix("not written: ")
+        report.findings.insert(0, error_finding(report.path, f"{reason} (the file imports it)"))
+        return
+    report.helper, report.helper_names = place, report.helper_names | names
+    report.helper_written = report.helper_written or written
 
 
 def _lean(report: FileReport) -> FileReport:

@@ -38,6 +38,8 @@ class PythonContext:
     _guards: list[bool] = field(default_factory=list)
     # conditional expressions whose branch being visited only runs with CUDA
     _cuda_branches: list[cst.CSTNode] = field(default_factory=list)
+    # tests (and test classes) entered that a CUDA marker or skipif says only run with CUDA
+    _cuda_tests: list[cst.CSTNode] = field(default_factory=list)
     # statements entered that follow an early exit without CUDA (guards.exits_without_cuda)
     _after_exits: list[cst.CSTNode] = field(default_factory=list)
     _exit_blocks: dict[int, tuple[cst.CSTNode, frozenset[int]]] = field(default_factory=dict)
@@ -166,6 +168,21 @@ class PythonContext:
         thing elsewhere, so no fix rewrites it."""
         return bool(self._cuda_branches)
 
+    def in_cuda_test(self) -> bool:
+        """Inside a test that exists to check CUDA (`@pytest.mark.requires_cuda`,
+        `@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, a project's `@requires_gpu`):
+        no safe fix rewrites it."""
+        return bool(self._cuda_tests)
+
+    def assigned_values(self, expr: cst.Name | cst.Attribute) -> list[cst.BaseExpression] | None:
+        """Every value assigned to `expr` in the scope that assigns it (as `holds_probe`
+        reads them); None when nothing assigns it there (a parameter, an imported name)."""
+        key = scopes.target_key(expr)
+        scope = None if key is None else self._assigning_scope(expr, key)
+        if key is None or scope is None:
+            return None
+        return self._assignments(scope).get(key) or None
+
     def holds_probe(self, expr: cst.Name | cst.Attribute) -> bool | None:
         """`has_gpu` after `has_gpu = torch.cuda.is_available()` in the enclosing function
         (else at module level), `self.use_cuda` after `self.use_cuda = ...` in the class:
@@ -249,6 +266,8 @@ class PythonContext:
         self._guards.append(guarded)
         if guarded and type(node) is cst.IfExp:
             self._cuda_branches.append(node)
+        elif guarded and type(node) in guards.DECORATED:
+            self._cuda_tests.append(node)
         if attribute == "body" and type(node) is cst.If \
                 and guards.is_main_check(node.test):  # type: ignore[attr-defined]
             self._main_block_depth += 1
@@ -259,6 +278,8 @@ class PythonContext:
         self._guards.pop()
         if self._cuda_branches and self._cuda_branches[-1] is node:
             self._cuda_branches.pop()
+        if self._cuda_tests and self._cuda_tests[-1] is node:
+            self._cuda_tests.pop()
         if attribute == "body" and type(node) is cst.If \
                 and guards.is_main_check(node.test):  # type: ignore[attr-defined]
             self._main_block_depth -= 1

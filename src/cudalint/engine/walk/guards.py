@@ -2,8 +2,10 @@
 
 A finding inside such a branch is *guarded*: its severity is lowered one step, never hidden.
 A guard is an availability check (`torch.cuda.is_available()`, `x.is_cuda`,
-`device.type == "cuda"`, a variable holding one of these), never a user's own switch
-(`args.use_cuda`, `cfg.cuda`): its default may well be on.
+`device.type == "cuda"`, `torch.distributed.is_nccl_available()`, a variable holding one of
+these, a pytest CUDA marker or `skipif` on the test), never a user's own switch
+(`args.use_cuda`, `cfg.cuda`, a parameter named `use_cuda`, `cuda` or `gpu`): its default may
+well be on.
 """
 
 from __future__ import annotations
@@ -28,10 +30,17 @@ if TYPE_CHECKING:
 
         def holds_probe(self, expr: cst.Name | cst.Attribute) -> bool | None: ...
 
+        def assigned_values(self, expr: cst.Name | cst.Attribute
+                            ) -> list[cst.BaseExpression] | None: ...
+
 # torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
 _PROBES = frozenset(
     name for name, entry in data.load("torch_cuda_api.toml")["api"].items() if entry.get("probe")
-)
+) | frozenset({
+    # NCCL is built only into CUDA builds of torch: False on a Mac and a CPU-only wheel.
+    "torch.distributed.is_nccl_available",
+    "torch.distributed.distributed_c10d.is_nccl_available",
+})
 _CUDA_HOME = "torch.utils.cpp_extension.CUDA_HOME"
 # Values that are set only in a CUDA build of torch.
 _BUILD_PROBES = frozenset({"torch.version.cuda"})
@@ -41,9 +50,19 @@ _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "pytest.exit"})
 _SKIPS = frozenset({"pytest.skip", "pytest.importorskip"})
 _SKIP_DECORATORS = frozenset({"pytest.mark.skipif", "unittest.skipIf"})
+_SKIP_UNLESS = frozenset({"unittest.skipUnless"})
+# A pytest marker or decorator named for CUDA: `@pytest.mark.requires_cuda`, `@requires_gpu`,
+# `@cuda_only` (not `@no_cuda`, `@cpu_only`).
+_CUDA_MARKER = re.compile(
+    r"^(?:(?:requires?|needs?|only|skip_?if_?no|skip_?unless|with)_?(?:cuda|gpus?)"
+    r"|(?:cuda|gpus?)(?:_?(?:only|required|test|tests))?)$", re.IGNORECASE)
+_MAX_MARKER_DEPTH = 4
 # The only node types whose children branch_guard can find guarded.
 BRANCHING: frozenset[type[cst.CSTNode]] = frozenset({
-    cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation, cst.FunctionDef})
+    cst.If, cst.IfExp, cst.Try, cst.TryStar, cst.BooleanOperation, cst.FunctionDef,
+    cst.ClassDef})
+# The node types whose decorators may say that their body only runs with CUDA.
+DECORATED: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef, cst.ClassDef})
 # Names that hold a device: DEVICE, device, device_type, dev, self.device, args.device.
 _DEVICE_NAME = re.compile(r"(^|_)(device|dev)(_|$)", re.IGNORECASE)
 
@@ -95,6 +114,10 @@ def is_cuda_comparison(expr: cst.BaseExpression) -> bool:
 
 def is_cuda_probe(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
     """True when `expr` is true only where CUDA is available or in use."""
+    compared = against_bool(expr)
+    if compared is not None:  # `x.is_cuda == True`, `torch.cuda.is_available() is False`
+        inner, positive = compared
+        return is_cuda_probe(ctx, inner) if positive else is_cuda_absence(ctx, inner)
     if isinstance(expr, cst.BooleanOperation):
         left, right = is_cuda_probe(ctx, expr.left), is_cuda_probe(ctx, expr.right)
         return (left or right) if isinstance(expr.operator, cst.And) else (left and right)
@@ -118,13 +141,21 @@ def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
     held = ctx.holds_probe(expr)
     if held is not None:
         return held
-    # A parameter or global never assigned here: trusted by its name (`use_cuda`), but
-    # never a user's option (`args.use_cuda`, `cfg.cuda`), whose default may well be on.
-    return isinstance(expr, cst.Name) and names_cuda_flag(expr.value)
+    # A parameter or global never assigned here: trusted by a name that says CUDA is there
+    # (`has_cuda`, `cuda_available`), but never a user's switch (a parameter `use_cuda`,
+    # `cuda` or `gpu`, an option `args.use_cuda`, `cfg.cuda`), whose default may well be on.
+    return isinstance(expr, cst.Name) and names_cuda_availability(expr.value)
 
 
 # What a flag's name starts with when it says that CUDA is in use (in any case).
 CUDA_FLAGS = ("use_cuda", "has_cuda", "cuda_avail")
+# ... and when it says that CUDA is there, rather than that the user wants it.
+CUDA_AVAILABILITY = ("has_cuda", "cuda_avail")
+
+
+def names_cuda_availability(name: str) -> bool:
+    """`has_cuda`, `HAS_CUDA`, `cuda_available`: a flag that says CUDA is there."""
+    return name.lower().startswith(CUDA_AVAILABILITY)
 
 
 def names_cuda_flag(name: str) -> bool:
@@ -134,12 +165,38 @@ def names_cuda_flag(name: str) -> bool:
 
 
 def is_cuda_absence(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
-    """True when `expr` is true only where CUDA is missing: `not torch.cuda.is_available()`,
-    `not has_gpu`, `CUDA_HOME is None`."""
+    """True when `expr` is true wherever CUDA is missing (so false only with CUDA):
+    `not torch.cuda.is_available()`, `not has_gpu`, `CUDA_HOME is None`,
+    `x.is_cuda == False`, `not torch.cuda.is_available() or not flash`."""
     inner = _negated(expr)
     if inner is not None:
         return is_cuda_probe(ctx, inner)
+    compared = against_bool(expr)
+    if compared is not None:
+        inner, positive = compared
+        return is_cuda_absence(ctx, inner) if positive else is_cuda_probe(ctx, inner)
+    if isinstance(expr, cst.BooleanOperation):
+        left, right = is_cuda_absence(ctx, expr.left), is_cuda_absence(ctx, expr.right)
+        return (left or right) if isinstance(expr.operator, cst.Or) else (left and right)
     return _tests_cuda_home(ctx, expr, cst.Is)
+
+
+def against_bool(expr: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
+    """`x == True`, `x is True`, `x != False` -> (x, True); `x == False`, `x is False`,
+    `x is not True` -> (x, False); None for anything else."""
+    if not isinstance(expr, cst.Comparison) or len(expr.comparisons) != 1:
+        return None
+    target = expr.comparisons[0]
+    value = target.comparator
+    if not (isinstance(value, cst.Name) and value.value in ("True", "False")):
+        return None
+    if isinstance(target.operator, (cst.Equal, cst.Is)):
+        same = True
+    elif isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
+        same = False
+    else:
+        return None
+    return expr.left, same == (value.value == "True")
 
 
 def _tests_cuda_home(ctx: PythonContext, expr: cst.BaseExpression,
@@ -169,7 +226,10 @@ def is_main_check(expr: cst.BaseExpression) -> bool:
         and isinstance(target.comparator, cst.SimpleString)
 
 
-def catches_import_error(node: cst.Try | cst.TryStar) -> bool:
+def catches_import_error(node: cst.Try | cst.TryStar,
+                         ctx: PythonContext | None = None) -> bool:
+    """A handler of `ImportError` falls back; with `ctx`, one that only raises again (or
+    stops the program) makes the import required, and is no guard."""
     for handler in node.handlers:
         kind = handler.type
         names: list[cst.BaseExpression] = []
@@ -178,7 +238,8 @@ def catches_import_error(node: cst.Try | cst.TryStar) -> bool:
         elif kind is not None:
             names = [kind]
         if any(isinstance(n, cst.Name) and n.value in _IMPORT_ERRORS for n in names):
-            return True
+            if ctx is None or not stops_program(ctx, last_statement(handler.body)):
+                return True
     return False
 
 
@@ -189,24 +250,61 @@ def branch_guard(ctx: PythonContext, node: cst.CSTNode, attribute: str) -> bool:
             return is_cuda_probe(ctx, node.test)
         return is_cuda_absence(ctx, node.test)
     if isinstance(node, (cst.Try, cst.TryStar)) and attribute == "body":
-        return catches_import_error(node)
+        return catches_import_error(node, ctx)
     if attribute == "right" and isinstance(node, cst.BooleanOperation):
         # `torch.cuda.is_available() and <right>`, `not x.is_cuda or <right>`
         if isinstance(node.operator, cst.And):
             return is_cuda_probe(ctx, node.left)
         return is_cuda_absence(ctx, node.left)
-    if attribute == "body" and isinstance(node, cst.FunctionDef):
-        return any(_skips_without_cuda(ctx, d.decorator) for d in node.decorators)
+    if attribute == "body" and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return marked_cuda_only(ctx, node)
     return False
 
 
-def _skips_without_cuda(ctx: PythonContext, decorator: cst.BaseExpression) -> bool:
-    """`@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `@unittest.skipIf(...)`."""
-    if not isinstance(decorator, cst.Call) or not decorator.args:
+def marked_cuda_only(ctx: PythonContext, node: cst.FunctionDef | cst.ClassDef) -> bool:
+    """A test (or test class) that only runs with CUDA, by its decorators:
+    `@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `@unittest.skipIf(...)`,
+    `@unittest.skipUnless(torch.cuda.is_available(), ...)`, `@pytest.mark.requires_cuda`, or
+    the project's own marker (`requires_gpu = pytest.mark.skipif(...)` then `@requires_gpu`,
+    or one imported under such a name)."""
+    return any(_skips_without_cuda(ctx, d.decorator, 0) for d in node.decorators)
+
+
+def _skips_without_cuda(ctx: PythonContext, decorator: cst.BaseExpression, depth: int) -> bool:
+    if isinstance(decorator, cst.Call):
+        name = ctx.call_name(decorator) or ""
+        condition = _condition(decorator)
+        if name in _SKIP_DECORATORS:
+            return condition is not None and is_cuda_absence(ctx, condition)
+        if name in _SKIP_UNLESS:
+            return condition is not None and is_cuda_probe(ctx, condition)
+        # `@pytest.mark.requires_cuda()`, `@cuda_test(...)`
+        return _names_cuda_marker(ctx, decorator.func)
+    if not isinstance(decorator, (cst.Name, cst.Attribute)):
         return False
-    if ctx.call_name(decorator) not in _SKIP_DECORATORS:
-        return False
-    return is_cuda_absence(ctx, decorator.args[0].value)
+    values = ctx.assigned_values(decorator)
+    if values and depth < _MAX_MARKER_DEPTH:  # `requires_gpu = pytest.mark.skipif(...)`
+        return all(_skips_without_cuda(ctx, value, depth + 1) for value in values)
+    return _names_cuda_marker(ctx, decorator)
+
+
+def _condition(call: cst.Call) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if (arg.keyword is None and not arg.star) or \
+                (arg.keyword is not None and arg.keyword.value == "condition"):
+            return arg.value
+    return None
+
+
+def _names_cuda_marker(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
+    """`pytest.mark.requires_cuda`, `pytest.mark.gpu`, `requires_gpu`, `testing.cuda_only`."""
+    name = ctx.qualname(expr) or ""
+    if name.startswith("pytest.mark.") and name.count(".") == 2:
+        return bool(_CUDA_MARKER.match(name.rpartition(".")[2]))
+    last = name.rpartition(".")[2] or (expr.attr.value if isinstance(expr, cst.Attribute)
+                                       else "")
+    return bool(last) and not name.startswith("pytest.") and bool(_CUDA_MARKER.match(last)) \
+        and last.lower() not in ("cuda", "gpu", "gpus")
 
 
 def exits_without_cuda(ctx: PythonContext, statement: cst.CSTNode) -> bool:

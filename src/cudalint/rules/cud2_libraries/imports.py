@@ -37,9 +37,11 @@ class CudaOnlyImport(PythonRule):
     `import numba` alone is not reported: numba's CPU JIT is portable. bitsandbytes is reported
     as a warning, since it partly works on a Mac.
 
-    An import in `try: ... except ImportError:`, under `torch.cuda.is_available()` or under a
-    test for the package itself (`if HAS_FLASH_ATTN:`, `if is_triton_available():`,
-    `if TYPE_CHECKING:`) is reported as guarded, one severity lower.
+    An import in `try: ... except ImportError:` whose handler falls back, under
+    `torch.cuda.is_available()` or under a test for the package itself (`if HAS_FLASH_ATTN:`,
+    `if is_triton_available():`, `if TYPE_CHECKING:`) is reported as guarded, one severity
+    lower. A handler that only raises (`except ImportError: raise RuntimeError("install
+    triton")`) or stops the program makes the import required: not guarded.
 
     ## Why is this bad?
     These packages have no macOS wheels, or import only where an NVIDIA driver is installed:
@@ -83,6 +85,8 @@ class CudaOnlyImport(PythonRule):
         '"""Uses cupy when available."""\n# import cupy\nprint("install flash_attn for speed")\n',
         'BACKENDS = {"triton": 1, "cupy": 2}\n',
         'spec = importlib.util.find_spec("flash_attn")\n',
+        "try:\n    import numpy as np\nexcept ImportError:\n"
+        "    raise RuntimeError('install numpy')\n",
     )
     INVALID = (
         Invalid("import cupy as cp\n"),
@@ -95,6 +99,15 @@ class CudaOnlyImport(PythonRule):
         Invalid("import cupy, flash_attn\n", count=2),
         Invalid("from flash_attn.flash_attn_interface import flash_attn_func\n"),
         Invalid("try:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\n"),
+        Invalid(
+            "try:\n    import triton\n    import triton.language as tl\nexcept ImportError:\n"
+            "    raise RuntimeError('the fused kernels need triton: pip install triton')\n",
+            count=2,
+        ),
+        Invalid(
+            "import sys\ntry:\n    import cupy as cp\nexcept ImportError as error:\n"
+            "    print('cupy is required', error)\n    sys.exit(1)\n",
+        ),
         Invalid("if HAS_APEX:\n    from apex.optimizers import FusedAdam\n"),
         Invalid("import bitsandbytes as bnb\n"),
         Invalid('cp = importlib.import_module("cupy")\n'),

@@ -54,6 +54,8 @@ _NAMED = frozenset(name for name, _, _ in _VARIABLES if "*" not in name)
 _SEARCH_PATHS = frozenset({"PATH", "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH"})
 _CUDA_PATH_ENTRY = re.compile(r"/usr/local/cuda|\$\{?CUDA_(?:HOME|PATH)")
 _OFF = frozenset({"", "0", "false", "no", "off"})
+# `CUDA_VISIBLE_DEVICES` set to these hides every GPU: the portable way to force the CPU or MPS.
+_HIDES_GPUS = frozenset({"", "-1"})
 # A name holding `CUDA` that `judge` may know: `CUDA` after no letter or digit (`FORCE_CUDA`),
 # then capitals, digits and underscores.
 _CUDA_NAME = r"CUDA(?<![A-Za-z0-9]CUDA)[A-Z0-9_]*"
@@ -69,9 +71,12 @@ def judge(name: str, value: str | None = None) -> tuple[str, Severity] | None:
             return f"`{name}` gets the CUDA toolkit's folder, which a Mac does not have", \
                 Severity.INFO
         return None
+    unquoted = None if value is None else value.strip().strip("'\"").strip()
+    if name == "CUDA_VISIBLE_DEVICES" and unquoted in _HIDES_GPUS:
+        return None
     for pattern, why, severity in _VARIABLES:
         if fnmatch.fnmatchcase(name, pattern):
-            if name == "FORCE_CUDA" and value is not None and value.strip("'\"").lower() in _OFF:
+            if name == "FORCE_CUDA" and unquoted is not None and unquoted.lower() in _OFF:
                 return None
             return f"`{name}` {why}", severity
     return None
@@ -91,7 +96,9 @@ class CudaEnvironmentVariable(FileRule):
     CI `run:`/`script:` steps (not a workflow's `env:`, which CUD404 reads), notebooks
     (`%env X=1`) and Python (`os.environ[...]`, `os.environ.get`, `os.getenv`,
     `os.environ.setdefault`, `os.putenv`, `os.environ.update`). `CUDA_HOME` imported from
-    `torch.utils.cpp_extension` is CUD301.
+    `torch.utils.cpp_extension` is CUD301. Not `CUDA_VISIBLE_DEVICES` set to `""` or `"-1"`
+    (`export CUDA_VISIBLE_DEVICES=`, `os.environ["CUDA_VISIBLE_DEVICES"] = "-1"`), which
+    hides every GPU to force the CPU or MPS: the portable choice.
 
     Severity: setting a variable is info (it does nothing off CUDA), except `FORCE_CUDA=1`,
     an error (it forces a CUDA build that fails without nvcc); reading one in Python is a
@@ -129,6 +136,8 @@ class CudaEnvironmentVariable(FileRule):
               path="Dockerfile"),
         Valid("services:\n  app:\n    environment:\n      - PYTHONUNBUFFERED=1\n",
               path="compose.yaml"),
+        Valid('if [ "$DEVICE" = cpu ]; then\n  export CUDA_VISIBLE_DEVICES=""\nfi\n'
+              "CUDA_VISIBLE_DEVICES=-1 python eval.py --device cpu\n", path="eval.sh"),
     )
     INVALID = (
         Invalid("export CUDA_VISIBLE_DEVICES=0,1\nCUDA_LAUNCH_BLOCKING=1 python train.py\n"
@@ -243,9 +252,14 @@ class CudaEnvironmentAccess(PythonRule):
         "from torch.utils.cpp_extension import CUDA_HOME\n",
         "import os\nos.environ['FORCE_CUDA'] = '0'\n",
         "import os\nuse_cuda = os.environ.get('CUDA_FLAG') == '1'\n",
+        "import os\n\ndef force_cpu(device):\n    if device in ('cpu', 'mps'):\n"
+        "        os.environ['CUDA_VISIBLE_DEVICES'] = '-1'\n",
+        "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = ''  # hide the GPUs: run on the CPU\n",
     )
     INVALID = (
         Invalid("import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n"),
+        Invalid("import os\n\ndef select(gpus):\n"
+                "    os.environ['CUDA_VISIBLE_DEVICES'] = ','.join(map(str, gpus))\n"),
         Invalid("import os\nhome = os.environ['CUDA_HOME']\npath = os.getenv('CUDA_PATH')\n",
                 count=2),
         Invalid("from os import environ\nenviron.setdefault('NCCL_DEBUG', 'INFO')\n"

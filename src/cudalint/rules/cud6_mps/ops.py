@@ -24,6 +24,9 @@ _TENSOR_NAMESPACES = frozenset(
     {"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special"}
 )
 _NOT_TENSORS = frozenset({"device", "load", "compile", "get_default_dtype", "get_default_device"})
+# A tensor tested for these is one that cannot be on MPS: quantized tensors live on the CPU
+# or CUDA only (`x.dequantize()` under `if x.is_quantized:`), `is_cpu` ones on the CPU.
+_OFF_MPS_TESTS = frozenset({"is_quantized", "is_cpu"})
 
 
 class OpWithoutMpsKernel(PythonRule):
@@ -37,8 +40,11 @@ class OpWithoutMpsKernel(PythonRule):
     and `torch.matmul` are not. Tensor methods (`x.mode()`, `x.svd()`) are matched by name in
     modules that import torch; names other libraries share (`mode`, `take`, `put`, ...:
     pandas' `Series.mode()`, `queue.put()`) only when the receiver is evidently a tensor
-    (`dim=` given, or made by a torch function). A call given an explicit CPU tensor
-    (`A.cpu()`) is not reported; only the forward pass's ops count.
+    (`dim=` given, or made by a torch function). Only an op whose tensor can reach MPS is
+    reported: not a call given an explicit CPU tensor (`A.cpu()`), nor one on a tensor that a
+    test around it says is quantized or on the CPU (`x.dequantize()` under
+    `if x.is_quantized:`, `x.int_repr()` after `x.is_quantized and`, under `if x.is_cpu:`):
+    quantized tensors exist only on the CPU and CUDA. Only the forward pass's ops count.
 
     ## Why is this bad?
     On a Mac such an op raises `NotImplementedError: The operator '...' is not currently
@@ -76,6 +82,10 @@ class OpWithoutMpsKernel(PythonRule):
         "import torch.multiprocessing as mp\nq = mp.get_context('spawn').Queue()\nq.put(1)\n",
         "import torch\nprint('torch.linalg.eig has no MPS kernel')\n",
         "m = x.svd()\n",
+        "import torch\n\ndef to_float(x):\n    if x.is_quantized:\n        x = x.dequantize()\n"
+        "    return x\n",
+        "import torch\n\ndef scale(t):\n    return t.q_scale() if t.is_quantized else 1.0\n",
+        "import torch\n\ndef ref(x):\n    if x.is_cpu:\n        return torch.linalg.eig(x)\n",
     )
     INVALID = (
         Invalid("import torch\nw = torch.linalg.eig(A)\n"),
@@ -86,6 +96,8 @@ class OpWithoutMpsKernel(PythonRule):
         Invalid("import torch\nvalues, idx = x.mode(dim=-1)\n"),
         Invalid("import torch\nt = torch.randn(4, 4)\nm = t.mode()\n"),
         Invalid("import torch\nu, s, v = x.svd()\n"),
+        Invalid("import torch\n\ndef to_float(x, y):\n    if y.is_quantized:\n"
+                "        return x.dequantize()\n"),
         Invalid("import torch\nopt = torch.optim.Adagrad(params, fused=True)\n"),
         Invalid(
             "import os\nos.environ['PYTORCH_ENABLE_MPS_FALLBACK'] = '1'\nimport torch\n"
@@ -107,7 +119,8 @@ class OpWithoutMpsKernel(PythonRule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         if name is not None and name.startswith("torch."):
-            if not self._on_cpu(node):
+            first = call_args.positional(node.args, 0)
+            if not self._on_cpu(node) and not (first and self._off_mps(first.value)):
                 self._check(node, node, name, f"`{name}`")
             return
         func = node.func
@@ -115,8 +128,27 @@ class OpWithoutMpsKernel(PythonRule):
             return
         method = func.attr.value
         found = self._coverage.method_calls(method)  # most methods are in no entry
-        if found and not self._on_cpu(node) and self._tensor_method(node, func):
+        if found and not self._on_cpu(node) and self._tensor_method(node, func) \
+                and not self._off_mps(func.value):
             self._check(node, func.attr, found[0].name, f"`.{method}()`")
+
+    def _off_mps(self, tensor: cst.BaseExpression) -> bool:
+        """Whether a test around the call says `tensor` is quantized or on the CPU: the body
+        of `if x.is_quantized:` (or of a conditional expression), the right of
+        `x.is_quantized and ...`, the `else` of `if not x.is_quantized:`."""
+        if not isinstance(tensor, (cst.Name, cst.Attribute)):
+            return False
+        stack = self.ctx.stack
+        for parent, child in zip(stack, stack[1:]):
+            if isinstance(parent, (cst.If, cst.IfExp)):
+                if (child is parent.body and _tests_off_mps(parent.test, tensor, True)) or \
+                        (child is parent.orelse and _tests_off_mps(parent.test, tensor, False)):
+                    return True
+            elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
+                passed = isinstance(parent.operator, cst.And)
+                if _tests_off_mps(parent.left, tensor, passed):
+                    return True
+        return False
 
     def _check(self, call: cst.Call, where: cst.CSTNode, name: str, shown: str) -> None:
         cov = self._coverage
@@ -242,6 +274,21 @@ class OpWithoutMpsKernel(PythonRule):
             elif _sets_fallback(self.ctx.module, statement):
                 return "after" if torch_seen else "before"
         return None
+
+
+def _tests_off_mps(test: cst.BaseExpression, tensor: cst.BaseExpression, passed: bool) -> bool:
+    """Whether `test` having passed (`passed`) or failed says `tensor` is off MPS:
+    `tensor.is_quantized` passed, `not tensor.is_cpu` failed, one operand of a passed `and`."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _tests_off_mps(test.expression, tensor, not passed)
+    if isinstance(test, cst.BooleanOperation):
+        both = isinstance(test.operator, cst.And) == passed  # an `and` passed, an `or` failed
+        if both:
+            return _tests_off_mps(test.left, tensor, passed) \
+                or _tests_off_mps(test.right, tensor, passed)
+        return False
+    return passed and isinstance(test, cst.Attribute) and test.attr.value in _OFF_MPS_TESTS \
+        and test.value.deep_equals(tensor)
 
 
 def _returns_tensor(name: str) -> bool:

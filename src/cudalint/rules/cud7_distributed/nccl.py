@@ -37,7 +37,7 @@ _MESSAGE = (
 
 # Chosen only where CUDA is available: the line picks another backend on a Mac.
 _GUARDED_MESSAGE = (
-    "NCCL is chosen here only where CUDA is available; "
+    "NCCL is chosen here only where CUDA (or NCCL) is available; "
     "`torch.distributed.get_default_backend_for_device(...)` makes the same choice for "
     "every device"
 )
@@ -84,8 +84,9 @@ class NcclBackend(TracksAssignments):
     default backend for MPS): `pick_device()` can be overridden with `CUDALINT_DEVICE`, and
     where it picks CUDA the backend stays "nccl". A mixed "cpu:gloo,cuda:nccl" string and a
     literal already under a CUDA check are not rewritten, nor is the branch of a conditional
-    that only runs with CUDA (`"gloo" if not torch.cuda.is_available() else "nccl"`): that
-    line picks gloo on a Mac, and its finding is guarded.
+    that only runs with CUDA (`"gloo" if not torch.cuda.is_available() else "nccl"`) or with
+    NCCL (`"nccl" if dist.is_nccl_available() else "gloo"`: NCCL is built only into CUDA
+    builds of torch): that line picks gloo on a Mac, and its finding is guarded.
     """
 
     code = "CUD701"
@@ -103,6 +104,8 @@ class NcclBackend(TracksAssignments):
         "import torch.distributed as dist\nok = dist.is_nccl_available()\n",
         "parser.add_argument('--backend', choices=['nccl', 'gloo'], default='gloo')\n",
         "import torch.distributed as dist\nbackend = 'gloo'\ndist.init_process_group(backend)\n",
+        "import torch.distributed as dist\n"
+        "if dist.is_nccl_available():\n    print('NCCL', torch.cuda.nccl.version())\n",
     )
     INVALID = (
         Invalid(
@@ -166,6 +169,16 @@ class NcclBackend(TracksAssignments):
         Invalid(
             "import torch\nimport torch.distributed as dist\n"
             "dist.init_process_group('gloo' if not torch.cuda.is_available() else 'nccl')\n",
+        ),
+        Invalid(
+            "import torch.distributed as dist\n\ndef init(rank, world):\n"
+            "    backend = 'nccl' if dist.is_nccl_available() else 'gloo'\n"
+            "    dist.init_process_group(backend, rank=rank, world_size=world)\n",
+        ),
+        Invalid(
+            "import torch\n"
+            "torch.distributed.init_process_group(\n"
+            "    'nccl' if torch.distributed.is_nccl_available() else 'gloo')\n",
         ),
     )
 

@@ -1,0 +1,134 @@
+"""The standalone device helper a fixed file imports (engine.project.helper_place), made to
+define what it imports BEFORE that file is written, so that whatever ends a run (Ctrl-C,
+SIGTERM, SIGKILL, a full disk) no file imports a helper that is not there.
+
+Its folder is locked (`flock`) while the helper is read and written: the worker processes of
+a run, and two runs, extend it one at a time. It is created whole or not at all (a temporary
+file linked into place, which fails where anything is at its name, a dangling link included),
+and extended through the writer (engine.fixes.writer). Nothing is written through a symbolic
+link, into a folder that resolves elsewhere (outside the project: the place is a real folder),
+into a read-only folder, or over a file that is not a copy of the helper: each is a WriteError
+naming the helper, and the file importing it is not written either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from cudalint.engine.fixes.writer import (
+    WriteError,
+    require_writable_folder,
+    signals_deferred,
+    write_fixed,
+)
+from cudalint.engine.settings import is_helper_copy
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_MAX_HELPER = 1 << 20  # bytes: a helper copy is some kilobytes
+
+
+def ensure_helper(path: Path, names: frozenset[str]) -> bool:
+    """Make the helper at `path` define `names`, creating or extending it; True where this
+    call wrote it. WriteError (a line naming the helper) where it cannot."""
+    try:
+        with signals_deferred(), _folder_locked(path.parent):
+            return _ensure(path, names)
+    except WriteError as error:
+        reason = str(error).removeprefix("not written: ")
+        raise WriteError(f"not written: cannot write the device helper {path}: {reason}") \
+            from error
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise WriteError(f"not written: cannot write the device helper {path}: {reason}") \
+            from error
+
+
+def helper_defines(path: Path, names: frozenset[str]) -> bool:
+    """Whether a helper copy at `path` (not through a link) defines every name of `names`."""
+    try:
+        data = _read_helper(path)
+    except (OSError, WriteError):
+        return False
+    return data is not None and names <= _defined(data)
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path) -> Iterator[None]:
+    descriptor = os.open(folder, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        if os.path.realpath(folder) != os.path.abspath(folder):
+            raise WriteError("its folder is reached through a symbolic link")
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _ensure(path: Path, names: frozenset[str]) -> bool:
+    from cudalint.runtime.helper import helper_module_text  # only when a fix imports it
+
+    data = _read_helper(path)
+    if data is None:
+        require_writable_folder(path.parent)
+        _create(path, helper_module_text(names).encode())
+        return True
+    have = _defined(data)
+    if names <= have:
+        return False
+    write_fixed(path, helper_module_text(names | have).encode(), data)
+    return True
+
+
+def _read_helper(path: Path) -> bytes | None:
+    """The helper copy at `path`; None where nothing is there; WriteError where something
+    else is (a link, dangling or not, another kind of file, a module of the project's own)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        raise WriteError("a symbolic link")
+    if not stat.S_ISREG(info.st_mode):
+        raise WriteError("not a regular file")
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    try:
+        data = os.read(descriptor, _MAX_HELPER)
+    finally:
+        os.close(descriptor)
+    if not is_helper_copy(data):
+        raise WriteError("a module of the project's own is there")
+    return data
+
+
+def _defined(data: bytes) -> frozenset[str]:
+    from cudalint.runtime.helper import module_names
+
+    return module_names(data.decode("utf-8", errors="replace"))
+
+
+def _create(path: Path, data: bytes) -> None:
+    """A new file, whole or not at all, never through a link or over an existing file."""
+    descriptor, temporary = tempfile.mkstemp(prefix=".cudalint-", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.link(temporary, path)  # fails where anything, a dangling link included, is there
+    finally:
+        os.unlink(temporary)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

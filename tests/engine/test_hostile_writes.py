@@ -1,0 +1,302 @@
+"""Hostile trees and runs, write side, round two: the device helper is never written through a
+link or outside the project, and always before the first file that imports it (whatever ends
+the run); a read-only folder is refused even for root; a fixed file that would not compile, or
+would import its helper where the name ends up unbound, is never written."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cudalint.engine.checkers.job import imported_helpers
+from cudalint.engine.fixes import writer
+from cudalint.engine.fixes.writer import WriteError, write_fixed
+from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
+
+SOURCE = str(Path(__file__).parents[2] / "src")
+
+
+def _project(root: Path) -> Path:
+    """A project root (a .git folder): root files import the helper at `_device.py`."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / ".git").mkdir(exist_ok=True)
+    return root
+
+
+def _helper_missing(root: Path) -> list[str]:
+    """The files of `root` that import `_device` names it does not define (or that import it
+    where there is none)."""
+    helper = root / "_device.py"
+    defined = _defined(helper)
+    wrong = []
+    for path in sorted(root.glob("*.py")):
+        if path.name == "_device.py":
+            continue
+        names = imported_helpers(path.read_text(), "_device")
+        if names and not names <= defined:
+            wrong.append(path.name)
+    return wrong
+
+
+def _defined(helper: Path) -> frozenset[str]:
+    from cudalint.runtime.helper import module_names
+
+    try:
+        return module_names(helper.read_text())
+    except OSError:
+        return frozenset()
+
+
+# --- item 3: the helper through a link ------------------------------------------------------
+
+
+def test_the_helper_is_not_written_through_a_dangling_link(tmp_path, capsys):
+    root = _project(tmp_path / "proj")
+    (tmp_path / "outside").mkdir()
+    (root / "_device.py").symlink_to("../outside/x.py")
+    bad = good_file(root, "a.py")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert not (tmp_path / "outside" / "x.py").exists()
+    assert os.readlink(root / "_device.py") == "../outside/x.py"
+    [error] = outcome.errors("a.py")
+    assert str(root / "_device.py") in error and "symbolic link" in error
+    assert bad.read_text() == GOOD  # it would import a helper that is not there
+    assert outcome.code == 2
+
+
+def test_the_helper_is_not_extended_through_a_link_to_a_helper_elsewhere(tmp_path, capsys):
+    from cudalint.runtime.helper import helper_module_text
+
+    root = _project(tmp_path / "proj")
+    (tmp_path / "outside").mkdir()
+    elsewhere = tmp_path / "outside" / "x.py"
+    elsewhere.write_text(helper_module_text(["pick_device"]))
+    before = elsewhere.read_bytes()
+    (root / "_device.py").symlink_to(elsewhere)
+    (root / "a.py").write_text("import torch\ntorch.cuda.synchronize()\n")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert elsewhere.read_bytes() == before
+    assert (root / "a.py").read_text() == "import torch\ntorch.cuda.synchronize()\n"
+    [error] = outcome.errors("a.py")
+    assert str(root / "_device.py") in error and "symbolic link" in error
+
+
+# --- item 5: a read-only folder, as root ----------------------------------------------------
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    yield folder
+    folder.chmod(0o755)
+
+
+def test_a_file_in_a_read_only_folder_is_refused_even_for_root(read_only_folder):
+    path = read_only_folder / "m.py"
+    path.write_text(GOOD)
+    read_only_folder.chmod(0o555)
+    with pytest.raises(WriteError, match=r"^not written: its folder is read-only \(mode 0555\)$"):
+        write_fixed(path, b"fixed\n", GOOD.encode())
+    assert path.read_text() == GOOD
+    assert os.listdir(read_only_folder) == ["m.py"]  # no temporary file either
+
+
+def test_a_run_reports_a_read_only_folder_and_fixes_the_rest(tmp_path, read_only_folder, capsys):
+    _project(tmp_path)
+    bad = read_only_folder / "bad.py"  # a script in a subfolder: its fix carries the helper
+    bad.write_text(GOOD)
+    read_only_folder.chmod(0o555)
+    good = good_file(tmp_path)
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(tmp_path))
+    assert outcome.errors("bad.py") == ["not written: its folder is read-only (mode 0555)"]
+    assert bad.read_text() == GOOD
+    assert_fixed(good)
+    assert outcome.code == 2
+
+
+# --- item 7: the helper before the files that import it -------------------------------------
+
+
+def test_the_helper_is_written_before_the_first_file_importing_it(tmp_path, capsys,
+                                                                  monkeypatch):
+    root = _project(tmp_path)
+    files = [good_file(root, f"f{number}.py") for number in range(3)]
+    seen: list[tuple[str, bool]] = []
+    original = writer.write_fixed
+
+    def noting(path, data, before):
+        seen.append((Path(path).name, (root / "_device.py").is_file()))
+        return original(path, data, before)
+
+    monkeypatch.setattr(writer, "write_fixed", noting)
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert outcome.code == 0
+    assert seen == [(path.name, True) for path in files]
+    for path in files:
+        assert_fixed(path)
+    assert "Wrote the device helper" not in outcome.err  # (json: nothing else printed)
+
+
+def test_a_run_with_nothing_to_fix_writes_a_missing_helper(tmp_path, capsys):
+    root = _project(tmp_path)
+    user = root / "a.py"
+    user.write_text("from _device import pick_device\n\nx = pick_device()\n")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert outcome.code == 0, outcome
+    assert _defined(root / "_device.py") >= {"pick_device"}
+    assert user.read_text() == "from _device import pick_device\n\nx = pick_device()\n"
+
+
+def test_a_run_with_nothing_to_fix_extends_a_helper_lacking_a_name(tmp_path, capsys):
+    from cudalint.runtime.helper import helper_module_text
+
+    root = _project(tmp_path)
+    (root / "_device.py").write_text(helper_module_text(["pick_device"]))
+    (root / "a.py").write_text("from _device import pick_device, synchronize\n\nsynchronize()\n")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert outcome.code == 0, outcome
+    assert _defined(root / "_device.py") >= {"pick_device", "synchronize"}
+
+
+_FILES = 300
+_TRIALS = 20
+
+
+def test_a_run_killed_anywhere_leaves_no_file_importing_a_missing_helper(tmp_path, capsys):
+    from cudalint.cli import main
+
+    chance = random.Random(31)
+    env = {**os.environ, "PYTHONPATH": SOURCE}
+    env.pop(_KILL_ENV, None)
+    started = time.monotonic()
+    for trial in range(_TRIALS):
+        root = _project(tmp_path / f"t{trial}")
+        for number in range(_FILES):
+            (root / f"f{number:03}.py").write_text(GOOD)
+        number = signal.SIGTERM if trial % 2 == 0 else signal.SIGKILL
+        child = subprocess.Popen(
+            [sys.executable, "-m", "cudalint", "check", "--fix", "--no-cache", "-j", "2", "."],
+            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(chance.uniform(0.05, 1.5))
+        child.send_signal(number)
+        _, err = child.communicate(timeout=60)
+        assert _helper_missing(root) == [], (trial, number, err)
+        if number == signal.SIGTERM and child.returncode not in (0, -signal.SIGTERM):
+            # stopped like Ctrl-C (or it had finished before the signal came)
+            assert child.returncode == 130, err
+            assert b"cudalint: interrupted;" in err and b"internal error" not in err
+        assert [p.name for p in root.glob(".*.tmp")] == []
+        assert main(["check", "--fix", "--no-cache", "-j", "2", "-q", str(root)]) == 0
+        capsys.readouterr()
+        assert _helper_missing(root) == []
+        for path in root.glob("f*.py"):
+            assert_fixed(path)
+    assert time.monotonic() - started < 120
+
+
+_KILL_ENV = "CUDALINT_TEST_KILL_WORKER_ON"
+
+
+def test_sigterm_of_a_run_in_one_process_stops_it_like_ctrl_c(tmp_path):
+    root = _project(tmp_path)
+    for number in range(60):
+        (root / f"f{number:03}.py").write_text(GOOD)
+    script = (
+        "import os, signal, sys\n"
+        "from cudalint.engine.running import runner\n"
+        "from cudalint.cli import main\n"
+        "check_file = runner.check_file\n"
+        "def killing(path, *args, **kwargs):\n"
+        "    if path.name == 'f010.py':\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return check_file(path, *args, **kwargs)\n"
+        "runner.check_file = killing\n"
+        "sys.exit(main(['check', '--fix', '--no-cache', '-j', '1', '.']))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": SOURCE})
+    assert done.returncode == 130, done.stderr
+    assert done.stderr.startswith("cudalint: interrupted; 10 files written:\n")
+    assert _helper_missing(root) == []
+    assert stat.S_ISREG(os.lstat(root / "_device.py").st_mode)
+
+
+# --- item 8: line breaks that Python does not count -----------------------------------------
+
+# str.splitlines ends a line at each of these; Python's tokenizer at none (in a comment).
+_NOT_LINE_ENDS = ["\u2028", "\u2029", "\f", "\v", "\x85", "\x1c", "\x1d", "\x1e"]
+_HEADERS = {
+    "comments": "#!/usr/bin/env python\n# header {c} more\n# x\n"
+                "from __future__ import annotations\nimport torch\nmodel = Net().cuda()\n",
+    "future import kept": "# header {c} more\nfrom __future__ import annotations\nimport torch\n"
+                          "torch.cuda.synchronize()\n",
+}
+
+
+@pytest.mark.parametrize("layout", list(_HEADERS))
+@pytest.mark.parametrize("character", _NOT_LINE_ENDS, ids=ascii)
+def test_a_header_comment_with_a_character_str_splitlines_ends_a_line_at(
+        tmp_path, capsys, character, layout):
+    import ast
+
+    root = _project(tmp_path)
+    path = root / "m.py"
+    path.write_text(_HEADERS[layout].format(c=character), encoding="utf-8")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
+    text = path.read_text(encoding="utf-8")
+    assert outcome.code == 0, (outcome, text)
+    compile(text, str(path), "exec")
+    body = ast.parse(text).body
+    assert isinstance(body[0], ast.ImportFrom) and body[0].module == "__future__"
+    assert any(isinstance(node, ast.ImportFrom) and node.module == "_device" for node in body)
+    assert f"# header {character} more\n" in text  # the comment whole, nothing inside it
+    assert _helper_missing(root) == []
+
+
+def _broken_placement(monkeypatch: pytest.MonkeyPatch, how) -> None:
+    from cudalint.engine.fixes import imports
+
+    apply = imports.apply
+    monkeypatch.setattr(imports, "apply", lambda code, edits: how(apply(code, edits)))
+
+
+_FUTURE = "from __future__ import annotations\nimport torch\nmodel = Net().cuda()\n"
+
+
+def test_a_fixed_file_that_would_not_compile_is_not_written(tmp_path, capsys, monkeypatch):
+    root = _project(tmp_path)
+    path = root / "m.py"
+    path.write_text(_FUTURE)
+    good = good_file(root)
+    _broken_placement(monkeypatch, lambda code: "from _device import pick_device\n" + code
+                      if "__future__" in code else code)
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    [error] = outcome.errors("m.py")
+    assert error.startswith("not written: the fixed file would not compile: from __future__ ")
+    assert outcome.codes("m.py") == ["CUD102"]
+    assert path.read_text() == _FUTURE
+    assert_fixed(good)
+    assert outcome.code == 2
+
+
+def test_a_fixed_file_whose_helper_import_is_lost_is_not_written(tmp_path, capsys,
+                                                                 monkeypatch):
+    root = _project(tmp_path)
+    path = root / "m.py"
+    path.write_text(_FUTURE)
+    _broken_placement(monkeypatch, lambda code: code.replace(
+        "from _device import pick_device\n", "# from _device import pick_device\n"))
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert outcome.errors("m.py") == [
+        "not written: the fixed file would not bind pick_device, which it uses; "
+        "a bug in cudalint"]
+    assert path.read_text() == _FUTURE
+    assert outcome.code == 2
