@@ -29,5 +29,5 @@ def test_a_smoke_key_that_is_no_table_is_one_line(tmp_path: Path, table: str) ->
 
 
 def test_other_unknown_keys_are_still_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="unknown key in \\[tool.cudalint\\]: 'smok'"):
+    with pytest.raises(ConfigError, match=r"unknown key in \[tool.cudalint\]: 'smok'"):
         load_config(_project(tmp_path, "[tool.cudalint.smok]\nrtol = 1\n"))

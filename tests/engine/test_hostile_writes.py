@@ -235,7 +235,7 @@ def test_sigterm_of_a_run_in_one_process_stops_it_like_ctrl_c(tmp_path):
 _NOT_LINE_ENDS = ["\u2028", "\u2029", "\f", "\v", "\x85", "\x1c", "\x1d", "\x1e"]
 _HEADERS = {
     "comments": "#!/usr/bin/env python\n# header {c} more\n# x\n"
-                "from __future__ import annotations\nimport torch\nmodel = Net().cuda()\n",
+                "from __future__ import annotations\nmodel = Net().cuda()\n",
     "future import kept": "# header {c} more\nfrom __future__ import annotations\nimport torch\n"
                           "torch.cuda.synchronize()\n",
 }

@@ -5,6 +5,7 @@ failure into the file's error line. Hands the running stage one report per file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -166,15 +167,14 @@ def unsound_fix(job: Job, fixed: bytes) -> str | None:
             compile(fixed, str(job.path), "exec", dont_inherit=True)
             tree = ast.parse(fixed)
     except (SyntaxError, ValueError) as error:
-        where = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""
+        line = getattr(error, "lineno", None)
+        where = f" (line {line})" if line else ""
         detail = error.msg if isinstance(error, SyntaxError) else str(error)
         return f"the fixed file would not compile: {detail}{where}; a bug in cudalint"
     unbound = _unbound_helpers(tree)
     if unbound:
-        try:
+        with contextlib.suppress(SyntaxError, ValueError):
             unbound -= _unbound_helpers(ast.parse(job.data))
-        except (SyntaxError, ValueError):
-            pass
     if unbound:
         names = ", ".join(sorted(unbound))
         return f"the fixed file would not bind {names}, which it uses; a bug in cudalint"
@@ -188,7 +188,8 @@ def _unbound_helpers(tree: Any) -> set[str]:
     from cudalint.runtime.helper import known_helpers
 
     helpers = known_helpers()
-    read, bound = set(), set()
+    read: set[str] = set()
+    bound: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)

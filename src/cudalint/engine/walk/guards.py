@@ -237,9 +237,9 @@ def catches_import_error(node: cst.Try | cst.TryStar,
             names = [element.value for element in kind.elements]
         elif kind is not None:
             names = [kind]
-        if any(isinstance(n, cst.Name) and n.value in _IMPORT_ERRORS for n in names):
-            if ctx is None or not stops_program(ctx, last_statement(handler.body)):
-                return True
+        if any(isinstance(n, cst.Name) and n.value in _IMPORT_ERRORS for n in names) and (
+                ctx is None or not stops_program(ctx, last_statement(handler.body))):
+            return True
     return False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -139,7 +140,7 @@ class OpWithoutMpsKernel(PythonRule):
         if not isinstance(tensor, (cst.Name, cst.Attribute)):
             return False
         stack = self.ctx.stack
-        for parent, child in zip(stack, stack[1:]):
+        for parent, child in itertools.pairwise(stack):
             if isinstance(parent, (cst.If, cst.IfExp)):
                 if (child is parent.body and _tests_off_mps(parent.test, tensor, True)) or \
                         (child is parent.orelse and _tests_off_mps(parent.test, tensor, False)):
