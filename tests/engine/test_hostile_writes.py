@@ -300,3 +300,137 @@ def test_a_fixed_file_whose_helper_import_is_lost_is_not_written(tmp_path, capsy
         "a bug in cudalint"]
     assert path.read_text() == _FUTURE
     assert outcome.code == 2
+
+
+# --- item 2: an editor's save during the rename ---------------------------------------------
+
+_ORIGINAL = b"import torch\nx = torch.zeros(1).cuda()\n"
+_FIXED = b"from _device import pick_device\nimport torch\nx = torch.zeros(1).to(pick_device())\n"
+
+
+def _save_by_rename(path: Path, data: bytes) -> None:
+    """As most editors save: a new file renamed over the old (no lock)."""
+    temporary = path.with_name(f"{path.name}.saving")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def _save_in_place(path: Path, data: bytes) -> None:
+    """As an editor that writes the file itself saves, taking the advisory lock as a
+    cooperating writer does (on the file the path names once the lock is held)."""
+    import fcntl
+
+    while True:
+        with open(path, "r+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            same = os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
+            if same:
+                handle.truncate(0)
+                handle.write(data)
+                return
+
+
+def test_no_save_landing_during_a_fix_is_lost(tmp_path):
+    import threading
+
+    chance = random.Random(2)
+    path = tmp_path / "train.py"
+    path.write_bytes(_ORIGINAL)
+    spans = []
+    for _ in range(9):  # how long one write takes here
+        path.write_bytes(_ORIGINAL)
+        started = time.perf_counter()
+        write_fixed(path, _FIXED, _ORIGINAL)
+        spans.append(time.perf_counter() - started)
+    span = sorted(spans)[4]
+    outcomes = {"written": 0, "refused": 0}
+    for trial in range(200):
+        path.write_bytes(_ORIGINAL)
+        save = _save_by_rename if trial % 2 else _save_in_place
+        saved: list[bytes] = []
+        delay = chance.uniform(0.2 * span, 1.3 * span)  # the save lands during the write
+
+        def saver(save=save, saved=saved, delay=delay, trial=trial):
+            end = time.perf_counter() + delay
+            while time.perf_counter() < end:
+                pass
+            data = b"# saved in an editor %d\n" % trial + _ORIGINAL
+            save(path, data)
+            saved.append(data)
+
+        thread = threading.Thread(target=saver)
+        thread.start()
+        try:
+            write_fixed(path, _FIXED, _ORIGINAL)
+            outcomes["written"] += 1
+        except WriteError as error:
+            assert str(error) in ("not written: the file changed since it was read",
+                                  "not written: the file changed during the fix",
+                                  "not written: the file was replaced while it was checked")
+            outcomes["refused"] += 1
+        thread.join()
+        assert path.read_bytes() == saved[-1], (trial, save.__name__, path.read_bytes())
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+    assert outcomes["written"] and outcomes["refused"], outcomes
+
+
+# --- items 15/16: error lines and the exit code in every mode; a closed pipe ----------------
+
+
+def test_diff_shows_a_file_it_could_not_check_and_exits_2(tmp_path, capsys, monkeypatch):
+    from cudalint.cli import main
+
+    root = _project(tmp_path)
+    for number in range(40):  # two worker processes
+        good_file(root, f"f{number:02}.py")
+    bad = good_file(root, "f20_bad.py")
+    monkeypatch.setenv(_KILL_ENV, bad.name)  # its worker dies, as under max-memory
+    code = main(["check", "--diff", "--no-cache", "-j", "2", str(root)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert f"{bad}:1:1: the checker process died (signal 9, SIGKILL)" in captured.err
+    assert "+model = Net().to(pick_device())" in captured.out  # the others' diffs
+    assert bad.read_text() == GOOD
+
+
+def test_fix_only_shows_a_file_it_could_not_write_and_exits_2(tmp_path, capsys):
+    from cudalint.cli import main
+
+    root = _project(tmp_path)
+    bad = good_file(root, "bad.py")
+    bad.chmod(0o444)
+    good = good_file(root)
+    code = main(["check", "--fix-only", "--no-cache", str(root)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err == f"{bad}:1:1: not written: the file is read-only (mode 0444)\n"
+    assert bad.read_text() == GOOD
+    assert_fixed(good)
+
+
+def test_exit_zero_still_exits_2_where_a_file_was_not_written(tmp_path, capsys):
+    from cudalint.cli import main
+
+    root = _project(tmp_path)
+    good_file(root, "bad.py").chmod(0o444)
+    assert main(["check", "--fix", "--exit-zero", "--no-cache", str(root)]) == 2
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("fix", [True, False], ids=["fix", "check"])
+def test_a_closed_pipe_ends_the_output_quietly(tmp_path, fix):
+    """`cudalint check --fix . | head -1`: no message, and the exit code the run found."""
+    root = _project(tmp_path)
+    for number in range(30):
+        good_file(root, f"f{number:02}.py")
+    command = [sys.executable, "-m", "cudalint", "check", "--no-cache", *(["--fix"] * fix), "."]
+    child = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env={**os.environ, "PYTHONPATH": SOURCE})
+    child.stdout.close()  # the reader is gone before anything is written
+    err = child.stderr.read()
+    child.wait(timeout=120)
+    assert err == b""
+    assert child.returncode == (0 if fix else 1)
+    if fix:
+        for number in range(30):
+            assert_fixed(root / f"f{number:02}.py")
