@@ -177,7 +177,6 @@ def test_a_run_killed_anywhere_leaves_no_file_importing_a_missing_helper(tmp_pat
     chance = random.Random(31)
     env = {**os.environ, "PYTHONPATH": SOURCE}
     env.pop(_KILL_ENV, None)
-    started = time.monotonic()
     for trial in range(_TRIALS):
         root = _project(tmp_path / f"t{trial}")
         for number in range(_FILES):
@@ -200,7 +199,6 @@ def test_a_run_killed_anywhere_leaves_no_file_importing_a_missing_helper(tmp_pat
         assert _helper_missing(root) == []
         for path in root.glob("f*.py"):
             assert_fixed(path)
-    assert time.monotonic() - started < 120
 
 
 _KILL_ENV = "CUDALINT_TEST_KILL_WORKER_ON"

@@ -25,9 +25,10 @@ _PINNING = re.compile(r"pin", re.IGNORECASE)
 class CudaFeatureGate(PythonRule):
     """
     ## What it does
-    Finds a device tested against `"cuda"` (`device == "cuda"`, `x.device.type == "cuda"`,
-    `"cuda" in args.device`, `device.startswith("cuda")`) whose value is kept or passed on
-    as a setting: `use_amp = device.type == "cuda"`, `enabled=use_amp and device == "cuda"`,
+    Finds a device tested against `"cuda"` (`device == "cuda"`, `device_type == "cuda"`,
+    `x.device.type == "cuda"`, `"cuda" in args.device`, `device.startswith("cuda")`) whose
+    value is kept or passed on as a setting that decides autocast, fused optimizers or
+    compilation: `use_amp = device.type == "cuda"`, `enabled=use_amp and device == "cuda"`,
     `return dev.type == "cuda"`, a conditional expression's test. One finding per test.
 
     Not reported: a test in an `if`, `elif` or `while` (a guard, also as an operand of

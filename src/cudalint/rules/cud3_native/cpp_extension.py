@@ -33,8 +33,9 @@ class CudaExtensionBuild(TracksAssignments):
     sources (also built by a comprehension, `os.path.join` or a variable), `load_inline(...,
     cuda_sources=...)`, either with `extra_cuda_cflags`, `with_cuda=True`, and `CUDA_HOME` from
     `torch.utils.cpp_extension` used as a path (`os.path.join(CUDA_HOME, "include")`); a test
-    such as `CUDA_HOME is not None` is no finding but a guard, and so is
-    `if CUDA_HOME is None:` that warns and returns, or a `skipif(CUDA_HOME is None, ...)`.
+    such as `CUDA_HOME is not None` is no finding but a guard, and so is a test of
+    `CUDA_HOME is None` that warns or skips (`if CUDA_HOME is None:` that warns and returns,
+    `pytest.skip(...)`, a `skipif(CUDA_HOME is None, ...)`).
     An `"nvcc"` entry in `extra_compile_args` (a dict literal, `dict(nvcc=...)`, or
     `extra_compile_args["nvcc"] = [...]` before the call) is reported where it is set, in a
     module that names no `CUDAExtension` (there it says nothing new).

@@ -14,16 +14,18 @@ class CudaExtensionImport(PythonRule):
     """
     ## What it does
     Finds imports of the project's own compiled CUDA extension: a module that a
-    `CUDAExtension(...)` in the project's setup.py builds (read, never run; the name may come
-    from a constant or an f-string), or a setuptools `Extension` with `.cu` sources; also
-    in the setup.py of a per-extension folder among the files checked (`ext_a/setup.py`
-    building `_ext_a`, imported as `import _ext_a as _backend` from `ext_a/ext_a.py`). With
+    `CUDAExtension(name=...)` in any setup.py of the tree builds (read, never run; the name
+    may come from a constant or an f-string), or a setuptools `Extension` with `.cu` sources:
+    the project's own, and that of each per-extension folder among the files checked
+    (`ext_a/setup.py` building `_ext_a`, imported as `import _ext_a as _backend` from
+    `ext_a/ext_a.py`): the main path needs the CUDA build. With
     `CUDAExtension("pkg._C", ...)`: `import pkg._C`, `from pkg import _C`,
     `from pkg._C import nms`, `from . import _C` inside `pkg/`, and
     `importlib.import_module("pkg._C")`.
 
     Modules built by a `CppExtension` and imports in a project without a setup.py are not
-    reported. An import in `try: ... except ImportError:` is guarded.
+    reported. An import in `try: ... except ImportError:` whose handler falls back is
+    guarded; one whose handler only raises (or exits) is not: the import is required there.
 
     ## Why is this bad?
     The module exists only where the package was built with nvcc. On a Mac the build fails or

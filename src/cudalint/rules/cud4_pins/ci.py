@@ -37,9 +37,13 @@ class CudaOnlyCi(FileRule):
     - GPU runners: `runs-on:` labels naming `gpu`, `cuda`, `nvidia` or a GPU model (also
       through `${{ matrix.runner }}`), GitLab `tags: [gpu]`;
     - CUDA container images (`container:`, `services:`, GitLab `image:`);
-    - CUDA toolkit set-up actions (`Jimver/cuda-toolkit`, `N-Storm/cuda-toolkit`, ...);
+    - CUDA toolkit set-up actions (`Jimver/cuda-toolkit`, `N-Storm/cuda-toolkit`, ...) and
+      installs;
     - CUDA wheel indexes and CUDA pins installed by `run:`/`script:` steps, and CUDA wheel
       indexes or CUDA images set in `env:` values (of the workflow, a job or a step).
+
+    The commands of every `run:` step (and GitLab `script:`) are read as a shell script is:
+    CUD501-CUD504 report what they find there at the line inside the block.
 
     ## Why is this bad?
     A test suite that only runs on NVIDIA machines never shows what breaks on a Mac. The CI

@@ -46,7 +46,8 @@ class CudaContainer(FileRule):
     - Dockerfiles: `FROM nvidia/cuda...`, `FROM nvcr.io/nvidia/...`,
       `FROM pytorch/pytorch:*-cuda*` and other images tagged `cuda`/`cu121`/`gpu`, in every
       stage, past `--platform` flags, and through `ARG` defaults (`ARG BASE=nvidia/cuda:12.1`,
-      `FROM ${BASE}`).
+      `FROM ${BASE}`). A Dockerfile is found by any common name: `Dockerfile`,
+      `Dockerfile.*`, `Dockerfile-*`, `Dockerfile_*` and `*.Dockerfile`.
     - Compose files: `runtime: nvidia`, `gpus:`, device reservations with `driver: nvidia` or
       `capabilities: [gpu]`, and CUDA images.
     - The same images in commands (`docker run`, `docker pull`, `singularity pull
