@@ -156,10 +156,20 @@ class Finding(Record):
                 self.code or "")
 
 
-def error_finding(path: Path, message: str, row: int = 1, column: int = 1) -> Finding:
-    """A file that could not be checked: reported with its path, as ruff reports a syntax error."""
+# A key of Finding.extra, set on the error line of a file that cudalint itself could not check
+# or write (an internal error, a dead worker, a fix not written, a helper it could not write),
+# as against the file's own problem (a syntax error, null bytes, a malformed cell): a run with
+# one exits 2 in every mode.
+UNDONE = "undone"
+
+
+def error_finding(path: Path, message: str, row: int = 1, column: int = 1, *,
+                  undone: bool = False) -> Finding:
+    """A file that could not be checked: reported with its path, as ruff reports a syntax
+    error. `undone`: cudalint's own failure, not the file's (UNDONE)."""
     where = Position(row, column)
-    return Finding(None, message, path, where, where, Severity.ERROR)
+    return Finding(None, message, path, where, where, Severity.ERROR,
+                   extra={UNDONE: "yes"} if undone else None)
 
 
 def rule_url(code: str) -> str:

@@ -11,7 +11,7 @@ from cudalint.config import Config, ConfigError, load_config, project_root
 from cudalint.engine.checkers.job import FileReport
 from cudalint.engine.running.discovery import PathError
 from cudalint.engine.running.runner import Interrupted, RunOptions, run
-from cudalint.finding import Finding, Severity
+from cudalint.finding import UNDONE, Finding, Severity
 from cudalint.output.printer import Printer
 from cudalint.output.progress import HUMAN_FORMATS, DelayedProgress, wants_progress
 
@@ -201,13 +201,10 @@ def _exit_code(reports: list[FileReport], args: SimpleNamespace, config: Config)
     return EXIT_FINDINGS if failing else EXIT_OK
 
 
-# The error lines of a file that cudalint could not check or write (not the file's own
-# problems: a syntax error, an undecodable or unreadable file, which are findings, exit 1).
-_NOT_DONE = ("not written", "not checked", "cannot write the device helper")
-
-
 def _not_done(finding: Finding) -> bool:
-    return finding.is_error_line and any(words in finding.message for words in _NOT_DONE)
+    """The error line of a file that cudalint could not check or write (not the file's own
+    problem: a syntax error, an undecodable or unreadable file, which exit 1)."""
+    return finding.is_error_line and UNDONE in finding.extra
 
 
 def _common_folder(paths: list[Path]) -> Path:

@@ -110,7 +110,7 @@ def isolated(checker: Checker, job: Job) -> FileReport:
         reason = "out of memory while checking this file; not checked"
     except Exception as error:
         reason = f"internal error ({type(error).__name__}) while checking this file; not checked"
-    return FileReport(job.path, [error_finding(job.path, reason)])
+    return FileReport(job.path, [error_finding(job.path, reason, undone=True)])
 
 
 def finish_fix(
@@ -206,7 +206,7 @@ def left_as_it_was(job: Job, reason: str, checker: Checker) -> FileReport:
     """The findings of the file as it stays, after the error line saying why it was not fixed."""
     unfixed = job.replace(options=job.options.replace(fix=False, diff=False))
     report = isolated(checker, unfixed)
-    report.findings.insert(0, error_finding(job.path, reason))
+    report.findings.insert(0, error_finding(job.path, reason, undone=True))
     return report
 
 

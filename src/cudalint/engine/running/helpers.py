@@ -72,7 +72,7 @@ def write(plans: Sequence[HelperPlan]) -> None:
         except WriteError as error:
             for report in helper.importers:
                 report.findings.append(error_finding(
-                    report.path, str(error).removeprefix("not written: ")))
+                    report.path, str(error).removeprefix("not written: "), undone=True))
             continue
         if wrote or any(report.helper_written for report in helper.importers):
             for report in helper.importers:

@@ -303,7 +303,7 @@ def _check_in_worker(task: Task) -> FileReport:
 
 
 def _died_on(task: Task, reason: str) -> FileReport:
-    return FileReport(task[0], [error_finding(task[0], reason)])
+    return FileReport(task[0], [error_finding(task[0], reason, undone=True)])
 
 
 def check_file(
@@ -377,7 +377,8 @@ def _require_helper(report: FileReport, data: bytes, settings: Settings) -> None
         written = ensure_helper(place, names)
     except WriteError as error:
         reason = str(error).removeprefix("not written: ")
-        report.findings.insert(0, error_finding(report.path, f"{reason} (the file imports it)"))
+        report.findings.insert(0, error_finding(report.path, f"{reason} (the file imports it)",
+                                                       undone=True))
         return
     report.helper, report.helper_names = place, report.helper_names | names
     report.helper_written = report.helper_written or written
