@@ -112,14 +112,20 @@ def is_cuda_comparison(expr: cst.BaseExpression) -> bool:
     return False
 
 
-def is_cuda_probe(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
-    """True when `expr` is true only where CUDA is available or in use."""
+def is_cuda_probe(ctx: PythonContext, expr: cst.BaseExpression, *,
+                  switches: bool = False) -> bool:
+    """True when `expr` is true only where CUDA is available or in use. With `switches`, a
+    user's CUDA switch (a parameter `use_cuda`, `USE_CUDA`, `Cuda`) counts too: it guards
+    nothing (its default may be on), but a program that refuses to run without it requires
+    CUDA (CUD112)."""
     compared = against_bool(expr)
     if compared is not None:  # `x.is_cuda == True`, `torch.cuda.is_available() is False`
         inner, positive = compared
-        return is_cuda_probe(ctx, inner) if positive else is_cuda_absence(ctx, inner)
+        return (is_cuda_probe(ctx, inner, switches=switches) if positive
+                else is_cuda_absence(ctx, inner, switches=switches))
     if isinstance(expr, cst.BooleanOperation):
-        left, right = is_cuda_probe(ctx, expr.left), is_cuda_probe(ctx, expr.right)
+        left = is_cuda_probe(ctx, expr.left, switches=switches)
+        right = is_cuda_probe(ctx, expr.right, switches=switches)
         return (left or right) if isinstance(expr.operator, cst.And) else (left and right)
     if isinstance(expr, cst.Call):
         return ctx.call_name(expr) in _PROBES
@@ -131,11 +137,11 @@ def is_cuda_probe(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda":
         return True
     if isinstance(expr, (cst.Name, cst.Attribute)):
-        return _holds_probe(ctx, expr)
+        return _holds_probe(ctx, expr, switches)
     return is_cuda_comparison(expr)
 
 
-def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
+def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute, switches: bool) -> bool:
     if ctx.qualname(expr) in _BUILD_PROBES:
         return True
     held = ctx.holds_probe(expr)
@@ -143,8 +149,10 @@ def _holds_probe(ctx: PythonContext, expr: cst.Name | cst.Attribute) -> bool:
         return held
     # A parameter or global never assigned here: trusted by a name that says CUDA is there
     # (`has_cuda`, `cuda_available`), but never a user's switch (a parameter `use_cuda`,
-    # `cuda` or `gpu`, an option `args.use_cuda`, `cfg.cuda`), whose default may well be on.
-    return isinstance(expr, cst.Name) and names_cuda_availability(expr.value)
+    # `cuda` or `gpu`, an option `args.use_cuda`, `cfg.cuda`), whose default may well be on,
+    # unless `switches` asks for them.
+    names = names_cuda_flag if switches else names_cuda_availability
+    return isinstance(expr, cst.Name) and names(expr.value)
 
 
 # What a flag's name starts with when it says that CUDA is in use (in any case).
@@ -164,19 +172,23 @@ def names_cuda_flag(name: str) -> bool:
     return lowered == "cuda" or lowered.startswith(CUDA_FLAGS)
 
 
-def is_cuda_absence(ctx: PythonContext, expr: cst.BaseExpression) -> bool:
+def is_cuda_absence(ctx: PythonContext, expr: cst.BaseExpression, *,
+                    switches: bool = False) -> bool:
     """True when `expr` is true wherever CUDA is missing (so false only with CUDA):
     `not torch.cuda.is_available()`, `not has_gpu`, `CUDA_HOME is None`,
-    `x.is_cuda == False`, `not torch.cuda.is_available() or not flash`."""
+    `x.is_cuda == False`, `not torch.cuda.is_available() or not flash` (`switches`: as in
+    is_cuda_probe)."""
     inner = _negated(expr)
     if inner is not None:
-        return is_cuda_probe(ctx, inner)
+        return is_cuda_probe(ctx, inner, switches=switches)
     compared = against_bool(expr)
     if compared is not None:
         inner, positive = compared
-        return is_cuda_absence(ctx, inner) if positive else is_cuda_probe(ctx, inner)
+        return (is_cuda_absence(ctx, inner, switches=switches) if positive
+                else is_cuda_probe(ctx, inner, switches=switches))
     if isinstance(expr, cst.BooleanOperation):
-        left, right = is_cuda_absence(ctx, expr.left), is_cuda_absence(ctx, expr.right)
+        left = is_cuda_absence(ctx, expr.left, switches=switches)
+        right = is_cuda_absence(ctx, expr.right, switches=switches)
         return (left or right) if isinstance(expr.operator, cst.Or) else (left and right)
     return _tests_cuda_home(ctx, expr, cst.Is)
 

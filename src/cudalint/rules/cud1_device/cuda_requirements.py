@@ -111,7 +111,7 @@ class CudaRequired(PythonRule):
         return Terms(words=cls.words, patterns=(PROBE_PATTERN,))
 
     def visit_Assert(self, node: cst.Assert) -> None:
-        if is_cuda_probe(self.ctx, node.test) and not self.ctx.in_cuda_test():
+        if is_cuda_probe(self.ctx, node.test, switches=True) and not self.ctx.in_cuda_test():
             self.report(node)
 
     def visit_If(self, node: cst.If) -> None:
@@ -133,10 +133,10 @@ class CudaRequired(PythonRule):
         return any(_tests_other_device(link.test) for link in chain)
 
     def _refuses(self, node: cst.If) -> bool:
-        if is_cuda_absence(self.ctx, node.test):
+        if is_cuda_absence(self.ctx, node.test, switches=True):
             return self._stops(node.body)
         orelse = node.orelse
-        return isinstance(orelse, cst.Else) and is_cuda_probe(self.ctx, node.test) \
+        return isinstance(orelse, cst.Else) and is_cuda_probe(self.ctx, node.test, switches=True) \
             and self._stops(orelse.body)
 
     def _stops(self, body: cst.BaseSuite) -> bool:
