@@ -127,12 +127,14 @@ class Float64OnDevice(TracksAssignments):
         numpy's names reach the rule through its imports, or as `numpy.ones`), and Python's
         `float` and `complex` as a value (`dtype = float`, `.to(float)`, `DTYPE = float`; not
         `float(x)` or `x: float`), an alias of `torch.set_default_dtype`, and `from_numpy`
-        (of a parameter, cast only after its move)."""
+        where the same text moves something (`.to(`, `.cuda(`: of a parameter, cast only
+        after its move); not a `from_numpy` that stays on the CPU."""
         return Terms(
             words=frozenset({"float64", "double", "cdouble", "complex128", "DoubleTensor",
-                             "astype", "from_numpy"}),
+                             "astype"}),
             patterns=(rf"{word('numpy')}(?<!\.numpy)", rf"{word('set_default_dtype')}{GAP}as\b"),
-            together=(*_as_value("float"), *_as_value("complex")),
+            together=(*_as_value("float"), *_as_value("complex"),
+                      (word("from_numpy"), _REACHING[0])),
             follow=_REACHING,
         )
     VALID = (
