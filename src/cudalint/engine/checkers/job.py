@@ -202,11 +202,13 @@ def _unbound_helpers(tree: Any) -> set[str]:
     return (read & helpers) - bound
 
 
-def left_as_it_was(job: Job, reason: str, checker: Checker) -> FileReport:
-    """The findings of the file as it stays, after the error line saying why it was not fixed."""
+def left_as_it_was(job: Job, reason: str, checker: Checker, *,
+                   undone: bool = True) -> FileReport:
+    """The findings of the file as it stays, after the error line saying why it was not fixed
+    (`undone`: a file not written, which exits 2; a fix that did not parse exits 1)."""
     unfixed = job.replace(options=job.options.replace(fix=False, diff=False))
     report = isolated(checker, unfixed)
-    report.findings.insert(0, error_finding(job.path, reason, undone=True))
+    report.findings.insert(0, error_finding(job.path, reason, undone=undone))
     return report
 
 

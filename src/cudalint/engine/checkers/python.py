@@ -24,7 +24,7 @@ def check_python(job: Job) -> FileReport:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
                              unsafe=options.unsafe_fixes, prefilter=job.prefilter)
     except FixError as error:
-        return left_as_it_was(job, str(error), check_python)
+        return left_as_it_was(job, str(error), check_python, undone=False)
     left = outcome.result.findings
     if outcome.result.fixes and not options.unsafe_fixes:  # the hidden fixes, for the footer
         from cudalint.engine.lint.foreseen import foreseen
