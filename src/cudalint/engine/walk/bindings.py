@@ -27,7 +27,7 @@ class _Bindings(cst.CSTVisitor):
 
     def _check(self, target: cst.CSTNode | None) -> None:
         if target is not None:
-            self.names.update(_bound_names(target))
+            self.names.update(target_names(target))
 
     def visit_Param(self, node: cst.Param) -> None:
         self._check(node.name)
@@ -67,11 +67,12 @@ class _Bindings(cst.CSTVisitor):
         self._check(node.name)
 
 
-def _bound_names(target: cst.CSTNode) -> set[str]:
+def target_names(target: cst.CSTNode) -> set[str]:
+    """The names an assignment target binds: `x`, `a, (b, *c)`, `[d, e]`."""
     if isinstance(target, cst.Name):
         return {target.value}
     if isinstance(target, (cst.Tuple, cst.List)):
-        return {name for element in target.elements for name in _bound_names(element.value)}
+        return {name for element in target.elements for name in target_names(element.value)}
     if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
+        return target_names(target.value)
     return set()

@@ -9,6 +9,7 @@ import libcst as cst
 from cudalint.engine.contract import Invalid, PythonRule
 from cudalint.engine.first_pass.prefilter import PROBE_PATTERN, Terms
 from cudalint.engine.walk import visiting
+from cudalint.engine.walk.bindings import target_names
 from cudalint.engine.walk.guards import ends_program, is_cuda_probe
 
 if TYPE_CHECKING:
@@ -224,13 +225,8 @@ class _Bindings(cst.CSTVisitor):
         return super().on_visit(node)
 
     def _add(self, target: cst.CSTNode | None) -> None:
-        if isinstance(target, cst.Name):
-            self.names.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._add(element.value)
-        elif isinstance(target, cst.StarredElement):
-            self._add(target.value)
+        if target is not None:
+            self.names.update(target_names(target))
 
     def visit_Param(self, node: cst.Param) -> None:
         self._add(node.name)

@@ -58,14 +58,21 @@ def interrupted_check(target: Target, device: torch.device, steps: int,
             return Check(NAME, Status.FAIL, f"resuming in a fresh process: {failure}"), facts
         resumed = [Leaf(path, value) for path, value in torch.load(resumed_path,
                                                                    weights_only=True)]
-    problems = compare_outputs(resumed, whole, tolerance)
     where = (f"{steps} steps, checkpoint ({facts['checkpoint_bytes']} bytes), reloaded in a "
              f"fresh process, {steps} more")
+    return resumed_check(NAME, where, resumed, whole, 2 * steps, tolerance), facts
+
+
+def resumed_check(name: str, where: str, resumed: list[Leaf], whole: list[Leaf], total: int,
+                  tolerance: Tolerance) -> Check:
+    """The check of a resumed run's outputs against those of `total` uninterrupted steps;
+    `where` says how it was interrupted and resumed."""
+    problems = compare_outputs(resumed, whole, tolerance)
     if problems:
-        return Check(NAME, Status.FAIL, f"{where}: differs from {2 * steps} uninterrupted steps: "
-                     f"{summarize(problems)}"), facts
-    return Check(NAME, Status.PASS, f"{where}: matches {2 * steps} uninterrupted steps within "
-                 f"tolerance ({len(whole)} outputs)"), facts
+        return Check(name, Status.FAIL, f"{where}: differs from {total} uninterrupted steps: "
+                     f"{summarize(problems)}")
+    return Check(name, Status.PASS, f"{where}: matches {total} uninterrupted steps within "
+                 f"tolerance ({len(whole)} outputs)")
 
 
 def _leaves(target: Target, device: torch.device, overrides: dict[str, Any]) -> list[Leaf] | str:

@@ -36,7 +36,8 @@ from typing import Any
 
 import torch
 
-from cudalint.runtime.smoke.compare import Tolerance, compare_outputs, summarize
+from cudalint.runtime.smoke.compare import Tolerance
+from cudalint.runtime.smoke.interrupt import resumed_check
 from cudalint.runtime.smoke.outputs import Leaf, UnsupportedOutput, flatten
 from cudalint.runtime.smoke.report import Check, Status
 from cudalint.runtime.smoke.target import Target, parameters, run_target
@@ -83,12 +84,7 @@ def killed_check(target: Target, device: torch.device, steps: int,
     loaded = ", ".join(facts["loaded"])
     where = (f"killed with SIGKILL {facts['killed_at']}, restarted from {loaded} in a fresh "
              "process")
-    problems = compare_outputs(resumed, whole, tolerance)
-    if problems:
-        return Check(NAME, Status.FAIL, f"{where}: differs from {total} uninterrupted steps: "
-                     f"{summarize(problems)}"), facts
-    return Check(NAME, Status.PASS, f"{where}: matches {total} uninterrupted steps within "
-                 f"tolerance ({len(whole)} outputs)"), facts
+    return resumed_check(NAME, where, resumed, whole, total, tolerance), facts
 
 
 def _leaves(target: Target, device: torch.device, overrides: dict[str, Any]) -> list[Leaf] | str:
