@@ -340,6 +340,7 @@ def test_no_save_landing_during_a_fix_is_lost(tmp_path):
         started = time.perf_counter()
         write_fixed(path, _FIXED, _ORIGINAL)
         spans.append(time.perf_counter() - started)
+        assert path.read_bytes() == _FIXED  # with no save beside it, the fix is written
     span = sorted(spans)[4]
     outcomes = {"written": 0, "refused": 0}
     for trial in range(200):
@@ -369,7 +370,10 @@ def test_no_save_landing_during_a_fix_is_lost(tmp_path):
         thread.join()
         assert path.read_bytes() == saved[-1], (trial, save.__name__, path.read_bytes())
         assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
-    assert outcomes["written"] and outcomes["refused"], outcomes
+    # Whether a save lands before or after the rename depends on the scheduler (a busy machine
+    # runs the saver first every time); what must hold is that the race happened and no trial
+    # lost the save.
+    assert outcomes["refused"], outcomes
 
 
 # --- items 15/16: error lines and the exit code in every mode; a closed pipe ----------------
