@@ -31,8 +31,10 @@ def run_on(
     fix: bool = False,
     unsafe: bool = False,
     config: Config | None = None,
+    tree: bool = False,
 ) -> tuple[FileReport, bytes]:
-    """Check (and fix) `source` written to tmp_path/name; returns the report and the file after."""
+    """Check (and fix) `source` written to tmp_path/name; returns the report and the file after.
+    `tree`: with the settings a run over the file's tree gives (`facts.scan_tree`)."""
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(source.encode() if isinstance(source, str) else source)
@@ -40,7 +42,11 @@ def run_on(
     config = config or Config(root=tmp_path, target_torch="2.13")
     kind = classify(path) or FileKind.PYTHON
     options = RunOptions(fix=fix or unsafe, unsafe_fixes=unsafe, want_edits=True)
-    report = check_file(path, kind, _rules(codes), project.settings_for(config), options)
+    settings = project.settings_for(config)
+    if tree:  # as a run over this one file: what its scan of the tree finds (a nested setup.py)
+        settings = project.with_tree(settings, project.scan_tree([(path, kind)],
+                                                                 config.max_file_size))
+    report = check_file(path, kind, _rules(codes), settings, options)
     return report, path.read_bytes()
 
 

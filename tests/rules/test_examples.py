@@ -24,7 +24,8 @@ CASES = [
 
 @pytest.mark.parametrize(("rule", "example"), CASES)
 def test_example(tmp_path, rule, example):
-    report, _ = run_on(tmp_path, example.code, name=example.path, codes=[rule.code])
+    report, _ = run_on(tmp_path, example.code, name=example.path, codes=[rule.code],
+                       tree=True)
     own = [f for f in report.findings if f.code == rule.code]
     errors = [f for f in report.findings if f.code is None]
     assert not errors, errors
@@ -32,16 +33,18 @@ def test_example(tmp_path, rule, example):
         assert own == []
         return
     assert len(own) == example.count, [(f.location, f.message) for f in own]
+    if example.guarded is not None:
+        assert [f.guarded for f in own] == [example.guarded] * example.count
     _assert_documented_severities(rule, own)
     if example.fixed is None:
         assert all(f.fix is None for f in own)
         return
     _, after = run_on(tmp_path, example.code, name=example.path, codes=[rule.code],
-                      fix=True, unsafe=example.unsafe)
+                      fix=True, unsafe=example.unsafe, tree=True)
     assert after.decode() == example.fixed
     # Fixing is idempotent: a second pass changes nothing.
     _, again = run_on(tmp_path, after, name=example.path, codes=[rule.code], fix=True,
-                      unsafe=example.unsafe)
+                      unsafe=example.unsafe, tree=True)
     assert again == after
 
 
@@ -71,5 +74,5 @@ def test_unsafe_examples_need_unsafe_fixes(tmp_path):
         for example in rule.INVALID:
             if isinstance(example, Invalid) and example.unsafe and example.fixed is not None:
                 _, after = run_on(tmp_path, example.code, name=example.path,
-                                  codes=[rule.code], fix=True)
+                                  codes=[rule.code], fix=True, tree=True)
                 assert after.decode() == example.code, rule.code

@@ -37,7 +37,9 @@ class Invalid:
     """Code that must be reported at least once by the rule.
 
     `fixed` is what `--fix` makes of it (with `--unsafe-fixes` when `unsafe`); None: no fix.
-    `count` is how many findings of the rule the code yields.
+    `count` is how many findings of the rule the code yields. `guarded`, where given, is
+    whether every one of them is guarded (reported one severity lower: under a CUDA check, in
+    a test marked for CUDA, ...): the examples of what is and is not a guard.
     """
 
     code: str
@@ -45,6 +47,7 @@ class Invalid:
     unsafe: bool = False
     path: str = "example.py"
     count: int = 1
+    guarded: bool | None = None
 
 
 class Rule:

@@ -128,6 +128,26 @@ class PortableCudaCall(ApiUseRule):
         # `Event` also reaches isinstance: the import cannot move.
         Invalid("from torch.cuda import Event\ne = Event()\nok = isinstance(e, Event)\n",
                 count=2),
+        # An early exit whose test is an `or` of a probe and something else guards the rest
+        # of its block; with an `and` it returns only where both are missing: no guard.
+        Invalid(
+            "import torch\n\ndef sync(q, flash):\n"
+            "    if not torch.cuda.is_available() or not flash:\n        return q\n"
+            "    torch.cuda.synchronize()\n    return q\n",
+            "import torch\nfrom cudalint.device import synchronize\n\ndef sync(q, flash):\n"
+            "    if not torch.cuda.is_available() or not flash:\n        return q\n"
+            "    synchronize()\n    return q\n",
+            guarded=True,
+        ),
+        Invalid(
+            "import torch\n\ndef sync(q, flash):\n"
+            "    if not torch.cuda.is_available() and not flash:\n        return q\n"
+            "    torch.cuda.synchronize()\n    return q\n",
+            "import torch\nfrom cudalint.device import synchronize\n\ndef sync(q, flash):\n"
+            "    if not torch.cuda.is_available() and not flash:\n        return q\n"
+            "    synchronize()\n    return q\n",
+            guarded=False,
+        ),
     )
 
     def check_use(self, use: ApiUse) -> None:

@@ -93,6 +93,33 @@ class CudaMethodCall(PythonRule):
             "h = model.to(pick_device()).half().to(pick_device())\n",
             count=2,
         ),
+        # A parameter named `use_cuda` (or `cuda`, `gpu`) is the caller's switch, on by
+        # default here: no guard. A variable holding the probe is one.
+        Invalid(
+            "def move(x, use_cuda=True):\n    if use_cuda:\n        x = x.cuda()\n    return x\n",
+            "from cudalint.device import pick_device\n\ndef move(x, use_cuda=True):\n"
+            "    if use_cuda:\n        x = x.to(pick_device())\n    return x\n",
+            guarded=False,
+        ),
+        Invalid(
+            "import torch\n\ndef move(x):\n    use_cuda = torch.cuda.is_available()\n"
+            "    if use_cuda:\n        x = x.cuda()\n    return x\n",
+            "import torch\nfrom cudalint.device import pick_device\n\ndef move(x):\n"
+            "    use_cuda = torch.cuda.is_available()\n"
+            "    if use_cuda:\n        x = x.to(pick_device())\n    return x\n",
+            guarded=True,
+        ),
+        # A test that exists to check CUDA: guarded, and rewritten only with --unsafe-fixes.
+        Invalid(
+            "import pytest\nimport torch\n\n\n@pytest.mark.requires_cuda\ndef test_half():\n"
+            "    x = torch.ones(4).cuda()\n    assert x.half().is_cuda\n",
+            "import pytest\nimport torch\nfrom cudalint.device import pick_device\n\n\n"
+            "@pytest.mark.requires_cuda\ndef test_half():\n"
+            "    x = torch.ones(4).to(pick_device())\n    assert x.half().is_cuda\n",
+            unsafe=True,
+            path="tests/test_half.py",
+            guarded=True,
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:

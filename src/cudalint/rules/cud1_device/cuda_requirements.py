@@ -91,16 +91,19 @@ class CudaRequired(PythonRule):
         Invalid("if not torch.cuda.is_available():\n    print('GPU required')\n    exit()\n"),
         Invalid("import os\nif not torch.cuda.is_available():\n    os._exit(1)\n"),
         Invalid("if not torch.cuda.is_available():\n    quit()\n"),
-        Invalid("def forward(x):\n    assert(x.is_cuda == True)\n    return kernel(x)\n"),
-        Invalid("def forward(x):\n    assert x.is_cuda is True, 'CUDA only'\n"),
+        Invalid("def forward(x):\n    assert(x.is_cuda == True)\n    return kernel(x)\n",
+                guarded=False),
+        Invalid("def forward(x):\n    assert x.is_cuda is True, 'CUDA only'\n", guarded=False),
         Invalid(
             "def forward(ctx, x):\n    if x.is_cuda:\n        return _ext.forward(x)\n"
-            "    elif x.is_cuda == False:\n        raise NotImplementedError()\n"
+            "    elif x.is_cuda == False:\n        raise NotImplementedError()\n",
+            guarded=False,
         ),
         Invalid("if torch.cuda.is_available() == False:\n    sys.exit('needs a GPU')\n"),
         Invalid(
             "def forward(x, device):\n    if device.type == 'cuda':\n        return fused(x)\n"
-            "    else:\n        raise ValueError('only CUDA is supported')\n"
+            "    else:\n        raise ValueError('only CUDA is supported')\n",
+            guarded=False,
         ),
     )
 

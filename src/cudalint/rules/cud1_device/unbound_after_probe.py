@@ -96,11 +96,13 @@ class UnboundAfterProbe(PythonRule):
             "import torch\n\ndef main():\n    if torch.cuda.is_available():\n"
             "        n_gpus = torch.cuda.device_count()\n"
             "    elif torch.backends.mps.is_available():\n        print('MPS')\n"
-            "    for rank in range(n_gpus):\n        spawn(rank)\n"
+            "    for rank in range(n_gpus):\n        spawn(rank)\n",
+            guarded=False,
         ),
         Invalid(
             "import torch\nif torch.cuda.is_available():\n"
-            "    N_GPUS = torch.cuda.device_count()\nWORLD = N_GPUS * 2\n"
+            "    N_GPUS = torch.cuda.device_count()\nWORLD = N_GPUS * 2\n",
+            guarded=False,
         ),
         Invalid(
             "import torch\n\ndef setup(x):\n    if x.is_cuda:\n"

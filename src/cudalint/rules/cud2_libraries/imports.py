@@ -98,15 +98,18 @@ class CudaOnlyImport(PythonRule):
         Invalid("import triton\nimport triton.language as tl\n", count=2),
         Invalid("import cupy, flash_attn\n", count=2),
         Invalid("from flash_attn.flash_attn_interface import flash_attn_func\n"),
-        Invalid("try:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\n"),
+        Invalid("try:\n    import xformers.ops as xops\nexcept ImportError:\n    xops = None\n",
+                guarded=True),
         Invalid(
             "try:\n    import triton\n    import triton.language as tl\nexcept ImportError:\n"
             "    raise RuntimeError('the fused kernels need triton: pip install triton')\n",
             count=2,
+            guarded=False,
         ),
         Invalid(
             "import sys\ntry:\n    import cupy as cp\nexcept ImportError as error:\n"
             "    print('cupy is required', error)\n    sys.exit(1)\n",
+            guarded=False,
         ),
         Invalid("if HAS_APEX:\n    from apex.optimizers import FusedAdam\n"),
         Invalid("import bitsandbytes as bnb\n"),

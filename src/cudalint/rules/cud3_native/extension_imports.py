@@ -78,6 +78,10 @@ class CudaExtensionImport(PythonRule):
                 "ext_modules = [CUDAExtension(name='fused_adam_cuda', sources=['adam.cu'])]\n"
                 "import fused_adam_cuda\nfrom fused_adam_cuda import step\n"
                 "m = importlib.import_module('fused_adam_cuda')\n", path="setup.py", count=3),
+        # a per-extension folder's own setup.py (ext_a/setup.py) names an extension too
+        Invalid("from torch.utils.cpp_extension import CUDAExtension\n"
+                "ext_modules = [CUDAExtension(name='_ext_a', sources=['ext_a_kernel.cu'])]\n"
+                "import _ext_a as _backend\n", path="ext_a/setup.py"),
     )
 
     settings_terms = True

@@ -85,6 +85,8 @@ class CudaContainer(FileRule):
         Valid("echo 'docker run nvcr.io/nvidia/pytorch:24.01-py3'\n", path="run.sh"),
         Valid("# noqa: CUD403\nFROM nvidia/cuda:12.1.0-runtime-ubuntu22.04\n",
               path="Dockerfile"),
+        Valid("FROM arm64v8/python:3.11-slim\nRUN echo 'no nvidia/cuda base here'\n",
+              path="Dockerfile-arm64"),
     )
     INVALID = (
         Invalid("FROM --platform=linux/amd64 nvidia/cuda:12.1.0-devel-ubuntu22.04 AS build\n"
@@ -100,6 +102,11 @@ class CudaContainer(FileRule):
                 path="scripts/run.sh"),
         Invalid("srun --container-image=nvcr.io#nvidia/pytorch:23.10-py3 python train.py\n",
                 path="train.slurm"),
+        # Dockerfiles by any common name: Dockerfile-*, Dockerfile_*, *.dockerfile
+        Invalid("FROM nvidia/cuda:12.1.0-devel-ubuntu22.04\nRUN pip install torch\n",
+                path="docker/Dockerfile-gpu"),
+        Invalid("FROM nvcr.io/nvidia/pytorch:24.01-py3\n", path="Dockerfile_cuda"),
+        Invalid("FROM pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime\n", path="gpu.dockerfile"),
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:

@@ -138,6 +138,9 @@ class CudaEnvironmentVariable(FileRule):
               path="compose.yaml"),
         Valid('if [ "$DEVICE" = cpu ]; then\n  export CUDA_VISIBLE_DEVICES=""\nfi\n'
               "CUDA_VISIBLE_DEVICES=-1 python eval.py --device cpu\n", path="eval.sh"),
+        Valid("jobs:\n  cpu:\n    runs-on: macos-14\n    env:\n      CUDA_VISIBLE_DEVICES: ''\n"
+              "    steps:\n      - run: |\n          echo \"export CUDA_HOME=/usr/local/cuda\"\n"
+              "          CUDA_VISIBLE_DEVICES=-1 pytest\n", path=".github/workflows/cpu.yml"),
     )
     INVALID = (
         Invalid("export CUDA_VISIBLE_DEVICES=0,1\nCUDA_LAUNCH_BLOCKING=1 python train.py\n"
@@ -153,6 +156,11 @@ class CudaEnvironmentVariable(FileRule):
         Invalid("services:\n  train:\n    environment:\n      NVIDIA_VISIBLE_DEVICES: all\n"
                 "  eval:\n    environment:\n      - NCCL_P2P_DISABLE=1\n",
                 path="docker-compose.yml", count=2),
+        # the commands of a CI step are read as a script, at their rows inside the block
+        Invalid("jobs:\n  build:\n    runs-on: ubuntu-22.04\n    steps:\n      - run: |\n"
+                "          export CUDA_HOME=/usr/local/cuda-12.8\n"
+                "          CUDA_VISIBLE_DEVICES=0 pytest\n",
+                path=".github/workflows/build.yml", count=2),
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:

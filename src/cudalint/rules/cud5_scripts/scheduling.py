@@ -63,6 +63,9 @@ class GpuScheduling(FileRule):
         Valid("#!/bin/bash\n#SBATCH --cpus-per-task=8\n#SBATCH --mem=32G\nmodule load python\n"
               "echo 'use --gres=gpu:1 on the cluster'\n", path="train.slurm"),
         Valid("docker run --rm -it python:3.11 python -V\n", path="run.sh"),
+        Valid("jobs:\n  t:\n    runs-on: ubuntu-latest\n    steps:\n"
+              "      - name: docker run --gpus all\n        run: docker run --rm app pytest\n",
+              path=".github/workflows/ci.yml"),
     )
     INVALID = (
         Invalid("#!/bin/bash\n#SBATCH --gres=gpu:a100:4\n#SBATCH --gpus-per-task=1\n"
@@ -71,6 +74,9 @@ class GpuScheduling(FileRule):
         Invalid("#PBS -l select=1:ncpus=8:ngpus=1\n", path="job.pbs"),
         Invalid("srun --gpus=2 python train.py\ndocker run --gpus all -it app\n",
                 path="run.sh", count=2),
+        Invalid("name: setup\nruns:\n  using: composite\n  steps:\n"
+                "    - run: docker run --gpus all app:latest pytest\n      shell: bash\n",
+                path=".github/actions/gpu-test/action.yml"),
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:

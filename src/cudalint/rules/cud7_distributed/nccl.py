@@ -113,6 +113,7 @@ class NcclBackend(TracksAssignments):
             "import torch.distributed as dist\nfrom cudalint.device import pick_device\n\n"
             "dist.init_process_group(dist.get_default_backend_for_device(pick_device()))\n",
             unsafe=True,
+            guarded=False,
         ),
         Invalid(
             "import torch\ntorch.distributed.init_process_group(backend='nccl', rank=r)\n",
@@ -174,11 +175,13 @@ class NcclBackend(TracksAssignments):
             "import torch.distributed as dist\n\ndef init(rank, world):\n"
             "    backend = 'nccl' if dist.is_nccl_available() else 'gloo'\n"
             "    dist.init_process_group(backend, rank=rank, world_size=world)\n",
+            guarded=True,
         ),
         Invalid(
             "import torch\n"
             "torch.distributed.init_process_group(\n"
             "    'nccl' if torch.distributed.is_nccl_available() else 'gloo')\n",
+            guarded=True,
         ),
     )
 
