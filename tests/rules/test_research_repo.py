@@ -252,6 +252,8 @@ EXPECTED_2 = {
     ("ext_a/ext_a.py", None, 2, 8, "CUD305"),
     ("requirements-extra.txt", None, 8, 1, "CUD402"),
     ("difftrain/diffusion.py", None, 8, 11, "CUD601"),
+    # float64 arrays stacked with np.stack, then moved; the float32 ones below are silent
+    ("difftrain/diffusion.py", None, 25, 12, "CUD601"),
     # issue 28, guards: "nccl" chosen only where dist.is_nccl_available() (guarded); the
     # early exit whose test is an `or` guards the synchronize after it; a parameter
     # `use_cuda=True` is the caller's switch (unguarded)

@@ -33,6 +33,7 @@ class Float64Table:
     generator_methods: frozenset[str]
     keeping_functions: frozenset[str]
     keeping_methods: frozenset[str]
+    joining: frozenset[str]
 
 
 @cache
@@ -56,6 +57,7 @@ def table() -> Float64Table:
         generator_methods=frozenset(numpy["generator_methods"]),
         keeping_functions=frozenset(numpy["keeping_functions"]),
         keeping_methods=frozenset(numpy["keeping_methods"]),
+        joining=frozenset(numpy["joining"]),
     )
 
 
@@ -121,11 +123,11 @@ def _float64_call(rule: TracksAssignments, call: cst.Call, depth: int) -> bool:
     dtype = call_args.keyword(call.args, "dtype")
     if name in table().constructors:
         return dtype is None or numpy_float64_dtype(rule, dtype.value)
-    if name in table().from_data:
+    if name in table().from_data or name in table().joining:
         if dtype is not None:
             return numpy_float64_dtype(rule, dtype.value)
         data = call_args.positional(call.args, 0)
-        return data is not None and _holds_float_literal(data.value)
+        return data is not None and _holds_float64(rule, data.value, depth + 1)
     if name in table().keeping_functions:
         first = call_args.positional(call.args, 0)
         return first is not None and float64_array(rule, first.value, depth + 1)
@@ -144,12 +146,21 @@ def _float64_call(rule: TracksAssignments, call: cst.Call, depth: int) -> bool:
     return False
 
 
-def _holds_float_literal(expr: cst.BaseExpression) -> bool:
-    """`[0.5, 1]`, `[[1.0], [2.0]]`, `(-0.5,)`: a literal container with a float literal."""
+def _holds_float64(rule: TracksAssignments, expr: cst.BaseExpression, depth: int) -> bool:
+    """`[0.5, 1]`, `[[1.0], [2.0]]`, `(-0.5,)`: a literal container with a float literal; or a
+    sequence of arrays one of which is float64 (`[np.ones(3), a]`, `[np.random.rand(3) for _
+    in xs]`, a name assigned one of these), as `np.stack` and `np.array` read them."""
+    if depth > _MAX_DEPTH:
+        return False
     if isinstance(expr, cst.Float):
         return True
     if isinstance(expr, cst.UnaryOperation):
         return isinstance(expr.expression, cst.Float)
     if isinstance(expr, (cst.List, cst.Tuple)):
-        return any(_holds_float_literal(element.value) for element in expr.elements)
-    return False
+        return any(_holds_float64(rule, element.value, depth + 1) for element in expr.elements)
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        return _holds_float64(rule, expr.elt, depth + 1)
+    if isinstance(expr, cst.Name):
+        value, _ = rule.resolve(expr)
+        return value is not expr and _holds_float64(rule, value, depth + 1)
+    return float64_array(rule, expr, depth + 1)

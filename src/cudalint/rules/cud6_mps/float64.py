@@ -88,7 +88,8 @@ class Float64OnDevice(TracksAssignments):
     `torch.set_default_dtype(torch.float64)` (in a module that uses a device), and
     `torch.from_numpy(...)` of a numpy array that is float64 by default (`np.ones`,
     `np.random.rand`, `np.array([0.5])`, ...) moved to a device, also through a variable
-    assigned in the same scope. A float64 tensor that stays on the CPU is fine and not reported.
+    assigned in the same scope, and arrays joined by `np.stack`, `np.concatenate` (or
+    `np.array`) where one of them is float64 (`np.stack([np.random.rand(3) for _ in xs])`). A float64 tensor that stays on the CPU is fine and not reported.
     Indexing (`x[t]`) keeps a tensor's dtype and device. `torch.from_numpy(arr)` of a
     function's parameter moved to a device and cast only then
     (`torch.from_numpy(arr).to(device=t.device)[t].float()`) is a warning: the cast says the
@@ -162,6 +163,11 @@ class Float64OnDevice(TracksAssignments):
         "import numpy as np\nimport torch\n"
         "a = np.random.rand(3).astype(np.float32)\nt = torch.from_numpy(a).to(device)\n",
         "import numpy as np\nimport torch\nt = torch.from_numpy(np.random.rand(3))\n",
+        "import numpy as np\nimport torch\n\ndef collate(xs, device):\n"
+        "    arrays = [np.asarray(x, dtype=np.float32) for x in xs]\n"
+        "    return torch.tensor(np.stack(arrays)).to(device)\n",
+        "import numpy as np\nimport torch\n\ndef collate(xs, device):\n"
+        "    return torch.tensor(np.stack(xs)).to(device)\n",
         "import torch\ntorch.set_default_dtype(torch.float32)\n",
         "import torch\ntorch.set_default_dtype(torch.float64)\nx = torch.linspace(0, 1, 9)\n",
         "import torch\nx = torch.tensor(data, dtype=torch.float64).to('cpu')\n",
@@ -212,6 +218,15 @@ class Float64OnDevice(TracksAssignments):
         ),
         Invalid(
             "import torch\nx = t.double()\ny = x.to(device)\nz = x.to(device)\n",
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\n\ndef collate(samples, device):\n"
+            "    arrays = [np.random.rand(3) for _ in samples]\n"
+            "    return torch.tensor(np.stack(arrays)).to(device)\n"
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\n"
+            "t = torch.from_numpy(np.concatenate([np.ones(3), np.zeros(2)])).to(device)\n"
         ),
     )
 
