@@ -89,11 +89,15 @@ class Float64OnDevice(TracksAssignments):
     `torch.from_numpy(...)` of a numpy array that is float64 by default (`np.ones`,
     `np.random.rand`, `np.array([0.5])`, ...) moved to a device, also through a variable
     assigned in the same scope, and arrays joined by `np.stack`, `np.concatenate` (or
-    `np.array`) where one of them is float64 (`np.stack([np.random.rand(3) for _ in xs])`). A float64 tensor that stays on the CPU is fine and not reported.
+    `np.array`) where one of them is float64 (`np.stack([np.random.rand(3) for _ in xs])`).
+    A float64 tensor that stays on the CPU is fine and not reported.
     Indexing (`x[t]`) keeps a tensor's dtype and device. `torch.from_numpy(arr)` of a
     function's parameter moved to a device and cast only then
     (`torch.from_numpy(arr).to(device=t.device)[t].float()`) is a warning: the cast says the
-    array is not float32, and a float64 one (numpy's default) fails when moved.
+    array is not float32, and a float64 one (numpy's default) fails when moved. That function
+    is where an array kept on `self` (`self.betas = np.array(betas, dtype=np.float64)`, and
+    what is derived from it) or stacked by a caller is reported: an argument is not followed
+    from the calling method into the function it calls.
 
     ## Why is this bad?
     The MPS backend has no float64: moving such a tensor to a Mac GPU raises
