@@ -316,3 +316,19 @@ def test_no_fix_rewrites_a_branch_that_only_runs_on_cuda(capsys, tmp_path):
     capsys.readouterr()
     guards = (copy / "difftrain" / "guards.py").read_text()
     assert 'backend = "gloo" if not torch.cuda.is_available() else "nccl"' in guards
+
+
+def test_no_safe_fix_rewrites_a_test_marked_for_cuda(capsys, tmp_path):
+    copy = tmp_path / "research_repo2"
+    shutil.copytree(FIXTURE_2, copy)
+    tests = copy / "tests" / "test_fused.py"
+    before = tests.read_text()
+    main(["check", "--fix", "--select", "CUD1", str(copy)])
+    capsys.readouterr()
+    assert tests.read_text() == before  # requires_cuda, skipif, the project's requires_gpu
+    assert "x = x.to(pick_device())" in (copy / "difftrain" / "guards.py").read_text()
+    main(["check", "--fix", "--unsafe-fixes", "--select", "CUD1", str(copy)])
+    capsys.readouterr()
+    after = tests.read_text()
+    assert "torch.ones(4).cuda()" not in after and 'device="cuda"' not in after
+    assert "    synchronize()\n" in after
