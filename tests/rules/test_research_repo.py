@@ -251,6 +251,8 @@ EXPECTED_2 = {
     ("ext_a/setup.py", None, 6, 18, "CUD301"),
     ("ext_a/ext_a.py", None, 2, 8, "CUD305"),
     ("requirements-extra.txt", None, 8, 1, "CUD402"),
+    # flash-attention by its repository's URL under environment.yml's pip: (CLIP's is silent)
+    ("environment.yml", None, 10, 9, "CUD401"),
     ("difftrain/diffusion.py", None, 8, 11, "CUD601"),
     # float64 arrays stacked with np.stack, then moved; the float32 ones below are silent
     ("difftrain/diffusion.py", None, 25, 12, "CUD601"),
