@@ -245,6 +245,7 @@ EXPECTED_2 = {
     # `_ext_a`, imported beside it; tiny-cuda-nn by its repository's URL; the float64
     # schedule moved to the device before `.float()` in a helper
     (".github/actions/setup-cuda/action.yml", None, 13, 33, "CUD504"),
+    (".github/workflows/reusable-gpu.yml", None, 21, 35, "CUD504"),  # the echo is silent
     ("docker/Dockerfile-gpu", None, 1, 6, "CUD403"),
     ("difftrain/launch.py", None, 9, 18, "CUD105"),
     ("difftrain/launch.py", None, 12, 29, "CUD114"),
