@@ -112,10 +112,10 @@ class CudaMethodCall(PythonRule):
         # A test that exists to check CUDA: guarded, and rewritten only with --unsafe-fixes.
         Invalid(
             "import pytest\nimport torch\n\n\n@pytest.mark.requires_cuda\ndef test_half():\n"
-            "    x = torch.ones(4).cuda()\n    assert x.half().is_cuda\n",
+            "    x = torch.ones(4).cuda()\n    assert x.half().sum() == 4\n",
             "import pytest\nimport torch\nfrom cudalint.device import pick_device\n\n\n"
             "@pytest.mark.requires_cuda\ndef test_half():\n"
-            "    x = torch.ones(4).to(pick_device())\n    assert x.half().is_cuda\n",
+            "    x = torch.ones(4).to(pick_device())\n    assert x.half().sum() == 4\n",
             unsafe=True,
             path="tests/test_half.py",
             guarded=True,
