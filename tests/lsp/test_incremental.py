@@ -299,3 +299,33 @@ def test_a_key_taken_from_the_last_version_is_the_key_made_afresh(
         taken += sum(memo in known for memo in keys.made)
         known = keys.made
     assert taken >= least_taken
+
+
+DIFFUSION = '''\
+import numpy as np
+import torch
+
+
+def _extract(arr, timesteps):
+    return torch.from_numpy(arr).to(device=timesteps.device)[timesteps]
+
+
+class Diffusion:
+    def __init__(self, betas):
+        self.betas = np.array(betas, dtype=np.float32)
+
+    def q_sample(self, x, t):
+        return _extract(self.betas, t) * x
+'''
+
+
+def test_a_caller_edited_elsewhere_changes_the_finding_of_the_function_it_calls(
+        tmp_path: Path) -> None:
+    """CUD601 reads the callers of a function moving `torch.from_numpy(<parameter>)`: an edit
+    of another unit (the array kept on `self` made float64) is seen there."""
+    checker = Checker(tmp_path)
+    float64 = DIFFUSION.replace("np.float32", "np.float64")
+    for version, rows in ((DIFFUSION, []), (float64, [6]), (DIFFUSION, [])):
+        found = checker.incremental(version)
+        assert found == checker.full(version)
+        assert [f.location.row for f in found if f.code == "CUD601"] == rows

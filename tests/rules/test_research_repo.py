@@ -243,7 +243,7 @@ EXPECTED_2 = {
     # inside it); the nvidia/cuda base image of docker/Dockerfile-gpu; n_gpus bound only under
     # the CUDA check (the MPS elif binds nothing) and read after it; ext_a/setup.py builds
     # `_ext_a`, imported beside it; tiny-cuda-nn by its repository's URL; the float64
-    # schedule moved to the device before `.float()` in a helper
+    # schedule kept on self, passed by q_sample to a helper that moves it before `.float()`
     (".github/actions/setup-cuda/action.yml", None, 13, 33, "CUD504"),
     (".github/workflows/reusable-gpu.yml", None, 21, 35, "CUD504"),  # the echo is silent
     ("docker/Dockerfile-gpu", None, 1, 6, "CUD403"),
@@ -335,3 +335,13 @@ def test_no_safe_fix_rewrites_a_test_marked_for_cuda(capsys, tmp_path):
     after = tests.read_text()
     assert "torch.ones(4).cuda()" not in after and 'device="cuda"' not in after
     assert "    synchronize()\n" in after
+
+
+def test_a_float64_schedule_kept_on_self_is_followed_into_the_helper(capsys):
+    _, found = _findings(capsys, str(FIXTURE_2 / "difftrain" / "diffusion.py"),
+                         "--select", "CUD601")
+    helper = next(f for f in found if f["location"]["row"] == 8)
+    # self.betas is float64, alphas_cumprod is derived from it, and q_sample passes its sqrt
+    assert helper["severity"] == "error"
+    assert helper["message"].startswith(
+        "`q_sample` passes a float64 array (`np.sqrt(self.alphas_cumprod)`, line 18) as `arr`")

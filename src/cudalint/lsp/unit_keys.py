@@ -9,7 +9,8 @@ of a name the unit mentions (rules follow a name to its value, module-wide for C
 `self.attr = ...` of its class's methods (guards read them), imports and `global` anywhere (the
 engine's aliases run on in source order), the module's top-level names a fix may collide with,
 and the words a rule looks for in the whole module. A comment, a blank line, a new module-level
-`extra = ...` or a new function leaves the other units' keys as they were.
+`extra = ...` or a new function leaves the other units' keys as they were, except those of the
+units naming `from_numpy`, which depend on the whole text (CUD601 reads their callers).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from typing import Protocol
 _WORD = re.compile(r"\w+")
 # Words a rule looks for anywhere in the module's code (CUD6 float64: "uses a device").
 FILE_WORDS = (b"device", b"cuda", b"mps")
+# A unit naming one of these depends on the whole module: CUD601 reads every call of a
+# function moving `torch.from_numpy(<parameter>)` to a device (cudalint.rules.cud6_mps.callers).
+WHOLE_MODULE_WORDS = (b"from_numpy",)
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPE_STATEMENTS = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal)
 _BLOCKS = ("body", "orelse", "finalbody")
@@ -160,6 +164,7 @@ class Keys:
         self.layout, self.facts, self.special = found, facts, special
         outside = b"\0".join(text for _, text in found.outside)
         self._common = (_digest(outside), tuple(word in data for word in FILE_WORDS))
+        self._whole = _digest(data)
         self._outside_lines = sorted(line for line, _ in found.outside)
         self._assigns = [(line, targets, _digest(text)) for line, targets, text in found.assigns]
         self._assigned: dict[str, list[bytes]] = {}
@@ -185,13 +190,14 @@ class Keys:
     def key(self, first: int, text: bytes) -> bytes:
         """The key of the unit starting at `first` whose text is `text`."""
         owner = self.layout.units[first][1]
-        memo = (self.signature, text, bisect.bisect_left(self._outside_lines, first),
+        whole = self._whole if any(word in text for word in WHOLE_MODULE_WORDS) else None
+        memo = (self.signature, text, whole, bisect.bisect_left(self._outside_lines, first),
                 bisect.bisect_left(self._assign_lines, first),
                 bisect.bisect_left(self._import_lines, first), first in self._import_lines,
                 tuple(self._attributes.get(id(owner), ())) if owner is not None else None)
         key = self._known.get(memo)
         if key is None:
-            key = self._key(first)
+            key = self._key(first) if whole is None else _digest(whole + self._key(first))
         self.made[memo] = key
         return key
 

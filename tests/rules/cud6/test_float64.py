@@ -76,3 +76,54 @@ def test_the_message_names_the_dtype_and_the_replacement(tmp_path):
         "float64 tensor on a device: MPS has no float64 and raises there; use torch.float32",
         "complex128 tensor on a device: MPS has no complex128 and raises there; "
         "use torch.complex64"]
+
+
+HELPER = ("import numpy as np\nimport torch\n\nSCHEDULE = np.linspace(1e-4, 0.02, 1000)\n\n\n"
+          "def _extract(arr, timesteps):\n"
+          "    return torch.from_numpy(arr).to(device=timesteps.device)[timesteps]\n\n\n")
+
+
+@pytest.mark.parametrize(("caller", "passed"), [
+    pytest.param("def sample(t):\n    return _extract(SCHEDULE, t)\n", "SCHEDULE",
+                 id="module-level-table"),
+    pytest.param("def sample(t):\n    return _extract(timesteps=t, arr=np.ones(3) * 2)\n",
+                 "np.ones(3) * 2", id="keyword-arguments"),
+    pytest.param("def sample(t, xs):\n    batch = [np.random.rand(3) for _ in xs]\n"
+                 "    return _extract(np.stack(batch), t)\n", "np.stack(batch)",
+                 id="stacked-in-the-caller"),
+    pytest.param("class D:\n    def __init__(self):\n        self.a = SCHEDULE.copy()\n\n"
+                 "    def setup(self):\n        self.b = np.sqrt(self.a)\n\n"
+                 "    def step(self, t):\n        return _extract(self.b, t)\n", "self.b",
+                 id="derived-in-another-method"),
+])
+def test_a_float64_array_passed_to_a_function_that_moves_it(tmp_path, caller, passed):
+    found = findings(tmp_path, HELPER + caller, codes=["CUD601"])
+    assert [(f.location.row, f.location.column, str(f.severity)) for f in found] == [
+        (8, 12, "error")]
+    assert f"(`{passed}`, line " in found[0].message
+
+
+@pytest.mark.parametrize("caller", [
+    pytest.param("def sample(t):\n    return _extract(SCHEDULE.astype(np.float32), t)\n",
+                 id="cast-by-the-caller"),
+    pytest.param("def sample(t, arr):\n    return _extract(arr, t)\n", id="unknown-array"),
+    pytest.param("def sample(t, args):\n    return _extract(*args)\n", id="starred"),
+    pytest.param("class D:\n    def _extract(self, arr, t):\n        return arr\n\n"
+                 "    def step(self, t):\n        return self._extract(SCHEDULE, t)\n",
+                 id="a-method-of-the-same-name"),
+    pytest.param("def sample(t):\n    print('_extract(SCHEDULE, t) moves float64')\n"
+                 "    return t\n", id="prose"),
+])
+def test_neighbours_of_a_float64_argument_are_silent(tmp_path, caller):
+    assert findings(tmp_path, HELPER + caller, codes=["CUD601"]) == []
+
+
+def test_only_a_module_level_function_is_followed_from_its_callers(tmp_path):
+    source = ("import numpy as np\nimport torch\n\n\nclass D:\n"
+              "    def extract(self, arr, t):\n"
+              "        return torch.from_numpy(arr).to(t.device)[t]\n\n"
+              "    def step(self, t):\n        return self.extract(np.ones(3), t)\n\n\n"
+              "def outer(t):\n    def inner(arr):\n"
+              "        return torch.from_numpy(arr).to(t.device)\n"
+              "    return inner(np.ones(3))\n")
+    assert findings(tmp_path, source, codes=["CUD601"]) == []

@@ -12,7 +12,7 @@ from cudalint.engine.first_pass.prefilter import GAP, Terms, word
 from cudalint.finding import Severity
 from cudalint.rules import args as call_args
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.cud6_mps import dtypes
+from cudalint.rules.cud6_mps import callers, dtypes
 from cudalint.rules.cud6_mps.placement import Placement, is_off_cpu, placement
 
 if TYPE_CHECKING:
@@ -26,6 +26,11 @@ _MPS = "MPS has no float64 (`TypeError: Cannot convert a MPS Tensor to float64 d
 _CAST_AFTER_MOVE = (
     "`torch.from_numpy({name})` is moved to a device before it is cast: a float64 array "
     "(numpy's default) fails there on MPS; cast before moving (`.float().to(device)`)"
+)
+_PASSED = (
+    "`{caller}` passes a float64 array (`{argument}`, line {row}) as `{name}`, which "
+    "`torch.from_numpy({name})` moves to a device before any cast: MPS has no float64 and "
+    "raises there; cast before moving (`.float().to(device)`)"
 )
 _FROM_NUMPY = (
     "numpy array (float64 by default) moved to a device: MPS has no float64 and raises there; "
@@ -94,10 +99,13 @@ class Float64OnDevice(TracksAssignments):
     Indexing (`x[t]`) keeps a tensor's dtype and device. `torch.from_numpy(arr)` of a
     function's parameter moved to a device and cast only then
     (`torch.from_numpy(arr).to(device=t.device)[t].float()`) is a warning: the cast says the
-    array is not float32, and a float64 one (numpy's default) fails when moved. That function
-    is where an array kept on `self` (`self.betas = np.array(betas, dtype=np.float64)`, and
-    what is derived from it) or stacked by a caller is reported: an argument is not followed
-    from the calling method into the function it calls.
+    array is not float32, and a float64 one (numpy's default) fails when moved. Where a call
+    of that module-level function in the same module passes a float64 array (kept on `self`,
+    `self.betas = np.array(betas, dtype=np.float64)`, and what is derived from it,
+    `np.cumprod(1.0 - self.betas)`; made or stacked in the calling function; a module-level
+    table), the move is an error, also without a cast after it, and the message names the
+    caller. A function moving its parameter that no such call reaches, cast first or never, is
+    not reported.
 
     ## Why is this bad?
     The MPS backend has no float64: moving such a tensor to a Mac GPU raises
@@ -172,6 +180,16 @@ class Float64OnDevice(TracksAssignments):
         "    return torch.tensor(np.stack(arrays)).to(device)\n",
         "import numpy as np\nimport torch\n\ndef collate(xs, device):\n"
         "    return torch.tensor(np.stack(xs)).to(device)\n",
+        "import numpy as np\nimport torch\n\n"
+        "def _extract(arr, timesteps):\n"
+        "    return torch.from_numpy(arr).to(device=timesteps.device)[timesteps]\n\n"
+        "class Diffusion:\n    def __init__(self, betas):\n"
+        "        self.betas = np.array(betas, dtype=np.float32)\n\n"
+        "    def q_sample(self, x, t):\n        return _extract(self.betas, t) * x\n",
+        "import numpy as np\nimport torch\n\n"
+        "def _extract(arr, timesteps):\n"
+        "    return torch.from_numpy(arr).float().to(device=timesteps.device)[timesteps]\n\n"
+        "def q_sample(x, t):\n    return _extract(np.linspace(0, 1, 10), t) * x\n",
         "import torch\ntorch.set_default_dtype(torch.float32)\n",
         "import torch\ntorch.set_default_dtype(torch.float64)\nx = torch.linspace(0, 1, 9)\n",
         "import torch\nx = torch.tensor(data, dtype=torch.float64).to('cpu')\n",
@@ -224,6 +242,16 @@ class Float64OnDevice(TracksAssignments):
             "import torch\nx = t.double()\ny = x.to(device)\nz = x.to(device)\n",
         ),
         Invalid(
+            "import numpy as np\nimport torch\n\n"
+            "def _extract(arr, timesteps):\n"
+            "    return torch.from_numpy(arr).to(device=timesteps.device)[timesteps]\n\n"
+            "class Diffusion:\n    def __init__(self, betas):\n"
+            "        self.betas = np.array(betas, dtype=np.float64)\n"
+            "        self.alphas_cumprod = np.cumprod(1.0 - self.betas)\n\n"
+            "    def q_sample(self, x, t):\n"
+            "        return _extract(np.sqrt(self.alphas_cumprod), t) * x\n"
+        ),
+        Invalid(
             "import numpy as np\nimport torch\n\ndef collate(samples, device):\n"
             "    arrays = [np.random.rand(3) for _ in samples]\n"
             "    return torch.tensor(np.stack(arrays)).to(device)\n"
@@ -240,7 +268,9 @@ class Float64OnDevice(TracksAssignments):
         if self.ctx.call_name(node) in _DEFAULT_DTYPE_SETTERS:
             self._check_default(node)
             return
-        self._state(node, 0)
+        state = self._state(node, 0)
+        if state.unknown is not None and state.on_device:  # moved, and never cast
+            self._passed_float64(state.unknown)
 
     def _inside_chain(self, node: cst.Call) -> bool:
         parent, grandparent = self.ctx.parent(), self.ctx.parent(2)
@@ -319,12 +349,30 @@ class Float64OnDevice(TracksAssignments):
 
     def _cast_after_move(self, state: _State) -> _State:
         """A cast to another dtype: after a move of an array of unknown dtype, too late."""
-        if state.unknown is not None and state.on_device:
+        if state.unknown is not None and state.on_device \
+                and not self._passed_float64(state.unknown):
             data = call_args.positional(state.unknown.args, 0)
             name = self.ctx.module.code_for_node(data.value) if data is not None else "..."
             self.report(state.unknown, _CAST_AFTER_MOVE.format(name=name),
                         severity=Severity.WARNING)
         return _State(on_device=state.on_device)
+
+    def _passed_float64(self, call: cst.Call) -> bool:
+        """Report `torch.from_numpy(<parameter>)` moved to a device as it is where a call of
+        its module-level function in this module passes a float64 array; whether it did."""
+        scopes = [n for n in self.ctx.ancestors() if type(n) in (cst.FunctionDef, cst.ClassDef)]
+        function = scopes[0] if len(scopes) == 1 else None  # a module-level function
+        data = call_args.positional(call.args, 0)
+        if not isinstance(function, cst.FunctionDef) or data is None \
+                or not isinstance(data.value, cst.Name):
+            return False
+        found = callers.float64_callers(self.ctx.code, function.name.value, data.value.value)
+        if not found:
+            return False
+        first = found[0]
+        self.report(call, _PASSED.format(caller=first.function, argument=first.argument,
+                                         row=first.row, name=data.value.value))
+        return True
 
     def _from_float64_array(self, call: cst.Call) -> bool:
         if self.ctx.call_name(call) not in dtypes.table().from_numpy:
