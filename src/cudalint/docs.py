@@ -31,10 +31,13 @@ def render_rule_page(rule: type[Rule]) -> str:
         f"Severity: {severity_text(rule)}. "
         + (f"Fix: {fix.value}." if fix else "Fix: none.")
         + " Guarded sites (under a CUDA check such as `torch.cuda.is_available()`, `x.is_cuda`,"
-        " `device.type == \"cuda\"` or `torch.distributed.is_nccl_available()`, after an early"
-        " exit without CUDA, in a test marked for CUDA, or in `try: ... except ImportError`"
-        " whose handler falls back) are reported one severity lower; a user's switch"
-        " (`args.use_cuda`, a parameter named `use_cuda`, `cuda` or `gpu`) is no guard.",
+        " `device.type == \"cuda\"` or `torch.distributed.is_nccl_available()`, or a variable"
+        " holding one; after an early exit without CUDA (`return`, `raise`, `continue`,"
+        " `sys.exit`), also when its test is an `or` of a check and something else; in a test"
+        " marked for CUDA (a pytest CUDA marker or `skipif`), where no safe fix rewrites it; or"
+        " in `try: ... except ImportError` whose handler falls back, not one that only raises)"
+        " are reported one severity lower; a user's switch (`args.use_cuda`, a parameter named"
+        " `use_cuda`, `cuda` or `gpu`) is no guard.",
         "",
         rule.doc(),
         "",
