@@ -41,9 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "with outputs saved on the CUDA server.",
         allow_abbrev=False,
     )
-    parser.add_argument("target", metavar="TARGET",
+    parser.add_argument("target", metavar="TARGET", nargs="?",
                         help="path/to/file.py:function or package.module:function; the "
-                             "function takes a torch.device")
+                             "function takes a torch.device (with --init: the file to write)")
+    parser.add_argument("--init", action="store_true",
+                        help="write a target (TARGET, default smoke_target.py) from a reading "
+                             "of the project, its guesses marked '# GUESS: confirm'")
+    parser.add_argument("--force", action="store_true",
+                        help="with --init: overwrite the file when it exists")
     parser.add_argument("--device", choices=("auto", "mps", "cpu", "cuda"), default="auto",
                         help="auto: MPS on a Mac, else CPU (CUDA only when asked for)")
     parser.add_argument("--reference", metavar="cpu|PATH",
@@ -109,6 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse has printed usage and the error
         return exit_.code if isinstance(exit_.code, int) else 2
+    if args.init or args.target is None:
+        return _init(args)
     if not _installed("torch"):
         print(TORCH_MISSING, file=sys.stderr)
         return 2
@@ -127,6 +134,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return _harness_error(args, f"{PROG}: internal error: {type(exc).__name__}: {exc} (set "
                                     "CUDALINT_DEBUG=1 for the traceback)")
+
+
+def _init(args: argparse.Namespace) -> int:
+    """`--init`, which needs no torch; without it, TARGET is required."""
+    from cudalint.runtime.smoke.scaffold.init import init_target
+
+    if not args.init:
+        print(f"{PROG}: error: the following arguments are required: TARGET (or --init)",
+              file=sys.stderr)
+        return 2
+    try:
+        print(init_target(args.target, args.force))
+    except HarnessError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _harness_error(args: argparse.Namespace, line: str) -> int:
