@@ -31,6 +31,8 @@ def plain(report: SmokeReport) -> str:
                   for hazard in report.hazards]
     if precision := _precision(report):
         lines.append(precision)
+    if files := _files(report):
+        lines.append(files)
     if report.saved_reference:
         lines.append(f"reference saved to {report.saved_reference}")
     lines.append(f"verdict: {report.verdict}")
@@ -44,6 +46,13 @@ def _precision(report: SmokeReport) -> str:
     autocast = ", ".join(precision["autocast"]) or "off"
     return (f"precision: default dtype {precision['default_dtype']}, float32 matmul "
             f"{precision['float32_matmul_precision']}, autocast {autocast}")
+
+
+def _files(report: SmokeReport) -> str:
+    """The files the target named: how each was compared, the start of its sha256."""
+    files = report.extra.get("artefacts") or []
+    return ("files: " + ", ".join(f"{Path(item['path']).name} ({item['compared']}, sha256 "
+                                  f"{item['sha256'][:12]})" for item in files)) if files else ""
 
 
 def _hazard_line(hazard: Hazard) -> str:
@@ -76,6 +85,8 @@ def _render_rich(report: SmokeReport, stream: TextIO) -> None:
         console.print(hazards)
     if precision := _precision(report):
         console.print(escape(precision))
+    if files := _files(report):
+        console.print(escape(files))
     if report.saved_reference:
         console.print(escape(f"reference saved to {report.saved_reference}"))
     style = "bold green" if report.verdict == "pass" else "bold red"

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Sections only some runs have: the batch-size ramp, the interrupted run, the killed run, the
-# target's output.
-EXTRA_SECTIONS = ("batches", "interrupted", "killed", "output")
+# target's output, the files it wrote and named.
+EXTRA_SECTIONS = ("batches", "interrupted", "killed", "output", "artefacts")
 # What ties the report to its project and run (identity.REQUIRED, less the run's own fields):
 # the first three lead the JSON, the others follow the run's sections.
 IDENTITY_HEAD = ("schema", "cudalint", "date")
