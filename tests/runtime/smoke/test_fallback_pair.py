@@ -16,6 +16,7 @@ import torch
 
 from cudalint.commands.smoke import main
 from cudalint.mps_ops import load_coverage
+from cudalint.report.evidence import load_run
 from cudalint.runtime.smoke import devices, isolation
 from cudalint.runtime.smoke.audit import OpLog
 from cudalint.runtime.smoke.fallback_pair import VARIABLE
@@ -58,6 +59,8 @@ def test_a_finding_the_run_did_not_reach_is_a_predicted_hazard(
     assert (found["kind"], found["predicted"], found["count"]) == ("no-mps-kernel", True, 0)
     assert found["where"] == [f"{TARGETS}/unreached_op.py:11 (CUD602)"]
     assert found["detail"].endswith("(cudalint check CUD602; this run did not reach it)")
+    # The report reads it as the static finding it is, not as what the run predicted.
+    assert load_run(tmp_path / "report.json").predicted == ()
 
 
 def test_the_harness_alone_reports_no_static_lines(
