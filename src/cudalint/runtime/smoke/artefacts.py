@@ -105,24 +105,16 @@ def _table(data: bytes, delimiter: str) -> Any:
     if not all(_is_number(cell) for cell in cells):
         return None
     shape = (len(rows), len(rows[0]))
-    if all(_is_int(cell) for cell in cells):
+    if all(_is_number(cell, int) for cell in cells):
         values = torch.tensor([int(cell) for cell in cells], dtype=torch.int64).reshape(shape)
     else:
         values = torch.tensor([float(cell) for cell in cells], dtype=torch.float32).reshape(shape)
     return values if header is None else {"header": delimiter.join(header), "values": values}
 
 
-def _is_number(cell: str) -> bool:
+def _is_number(cell: str, kind: type = float) -> bool:
     try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_int(cell: str) -> bool:
-    try:
-        int(cell)
+        kind(cell)
     except ValueError:
         return False
     return True

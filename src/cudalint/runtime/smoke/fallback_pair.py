@@ -6,10 +6,10 @@ where it first ran (the Python stack the op audit saw as the op was dispatched).
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
+
+from cudalint.runtime.smoke.scoped_env import scoped_env
 
 VARIABLE = "PYTORCH_ENABLE_MPS_FALLBACK"
 MODES = ("0", "1")  # normal, then diagnostic
@@ -19,22 +19,9 @@ def run_pair(run: Callable[[], Any]) -> tuple[Any, Any]:
     """`run()` once with the fallback off, once with it on (the child inherits the variable)."""
     results = []
     for value in MODES:
-        with _variable(value):
+        with scoped_env(VARIABLE, value):
             results.append(run())
     return results[0], results[1]
-
-
-@contextlib.contextmanager
-def _variable(value: str) -> Iterator[None]:
-    before = os.environ.get(VARIABLE)
-    os.environ[VARIABLE] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(VARIABLE, None)
-        else:
-            os.environ[VARIABLE] = before
 
 
 def pair_section(off: dict[str, Any] | None, on: dict[str, Any] | None) -> dict[str, Any]:

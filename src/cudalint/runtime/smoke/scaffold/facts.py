@@ -293,16 +293,17 @@ def _is_loss(name: str) -> bool:
 
 
 def _literal_keywords(node: ast.Call) -> dict[str, str]:
-    found = {}
-    for keyword in node.keywords:
-        if keyword.arg is None:
-            continue
-        try:
-            ast.literal_eval(keyword.value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-        found[keyword.arg] = ast.unparse(keyword.value)
-    return found
+    return {keyword.arg: ast.unparse(keyword.value) for keyword in node.keywords
+            if keyword.arg is not None and is_literal(keyword.value)}
+
+
+def is_literal(node: ast.expr | str) -> bool:
+    """Whether an expression (or its source) is a literal: `32`, `0.1`, `(3, 3)`."""
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 def _params(init: ast.FunctionDef) -> list[Param]:

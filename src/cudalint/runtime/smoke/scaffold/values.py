@@ -13,6 +13,7 @@ from cudalint.runtime.smoke.scaffold.facts import (
     Param,
     ProjectFacts,
     in_tests,
+    is_literal,
 )
 
 # A name's parts -> a small value that fits most models (a guess, always marked).
@@ -71,7 +72,7 @@ def _argument(param: Param, index: int, model: ModelClass, facts: ProjectFacts) 
         value = keywords.get(param.name)
         if value is None and index < len(positional):
             value = positional[index]
-        if value is not None and _literal(value):
+        if value is not None and is_literal(value):
             return Guess(value, f"{site} builds {model.name} with {param.name}={value}")
     if param.name in facts.config:
         number, site = facts.config[param.name]
@@ -84,14 +85,6 @@ def _argument(param: Param, index: int, model: ModelClass, facts: ProjectFacts) 
         return Guess(_ANNOTATION_VALUES[param.annotation],
                      f"a small value for an argument of type {param.annotation}")
     return Guess(None, f"give {model.name}'s {param.name!r} argument a value")
-
-
-def _literal(source: str) -> bool:
-    try:
-        ast.literal_eval(source)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
 
 
 def input_guess(model: ModelClass, arguments: dict[str, str]) -> Guess:
@@ -122,7 +115,7 @@ def input_guess(model: ModelClass, arguments: dict[str, str]) -> Guess:
 def _value(source: str, arguments: dict[str, str]) -> str | None:
     if source in arguments:
         return arguments[source]
-    return source if _literal(source) else None
+    return source if is_literal(source) else None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cudalint.runtime.smoke.scaffold.facts import ModelClass, Param, ProjectFacts
+from cudalint.runtime.smoke.scaffold.facts import ModelClass, Param, ProjectFacts, is_literal
 from cudalint.runtime.smoke.scaffold.values import (
     Choice,
     Guess,
@@ -109,7 +109,7 @@ def _copied(facts: ProjectFacts, model: ModelClass) -> list[str]:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             defined[node.name] = node
         elif (isinstance(node, ast.Assign) and len(node.targets) == 1
-              and isinstance(node.targets[0], ast.Name) and _is_literal(node.value)):
+              and isinstance(node.targets[0], ast.Name) and is_literal(node.value)):
             defined[node.targets[0].id] = node
     needed: set[str] = set()
     queue = [model.name]
@@ -135,14 +135,6 @@ def _copied(facts: ProjectFacts, model: ModelClass) -> list[str]:
             end = node.end_lineno or node.lineno
             lines += ["", *source.splitlines()[start - 1:end]]
     return [*lines, "", ""]
-
-
-def _is_literal(node: ast.expr) -> bool:
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
 
 
 def _helpers() -> list[str]:
