@@ -182,3 +182,22 @@ def test_writing_a_target_does_not_import_torch(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", program], env=subprocess_env(),
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout.splitlines()[-1] == "0 False", done.stderr
+
+
+def test_a_layer_sized_by_a_defaulted_argument_takes_the_default(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        smoke: Callable[..., tuple[int, dict | None, str, str]]) -> None:
+    written = _project(tmp_path, (
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self, vocab: int = 100, width: int = 32) -> None:\n"
+        "        super().__init__()\n"
+        "        self.embed = nn.Embedding(vocab, width)\n"
+        "        self.head = nn.Linear(width, vocab)\n\n"
+        "    def forward(self, tokens):\n"
+        "        return self.head(self.embed(tokens).mean(dim=1))\n"))
+    assert _init(capsys, str(written))[0] == 0
+    text = written.read_text()
+    assert _guessed(text, "return torch.randint(0, 100, (batch_size, 16))")  # token ids
+    assert "return Encoder()" in text  # no argument to guess
+    code, report, _, err = smoke(f"{written}:train_step")
+    assert code == 0 and report is not None and report["verdict"] == "pass", err

@@ -35,7 +35,9 @@ class Written:
 
 def write_target(facts: ProjectFacts, model: ModelClass, target: Path) -> Written:
     arguments = argument_guesses(model, facts)
-    known = {param.name: guess.value for param, guess in arguments if guess.value is not None}
+    known = {param.name: param.default for param in model.params
+             if param.default is not None and is_literal(param.default)}
+    known |= {param.name: guess.value for param, guess in arguments if guess.value is not None}
     lines = [*_head(facts, target), *_model_source(facts, model, target), *_helpers()]
     lines += _build_model(model, arguments)
     lines += _inputs(input_guess(model, known))
