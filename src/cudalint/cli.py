@@ -25,7 +25,7 @@ OUTPUT_FORMATS = ("full", "concise", "json", "github", "gitlab", "junit", "sarif
 
 # Subcommands that parse their own arguments: name -> "module:function".
 _DELEGATED = {
-    "smoke": "cudalint.runtime.smoke.command:main",
+    "smoke": "cudalint.commands.smoke:main",
     "mps-ops": "cudalint.commands.mps_ops:main",
     "lsp": "cudalint.lsp.server:main",
     "report": "cudalint.commands.report:main",
@@ -270,6 +270,7 @@ def _usage() -> str:
         "       cudalint report [PATH ...] [--smoke RUN.json ...] [--output-format FORMAT]\n"
         "                                        (can the project move to a Mac?)\n"
         "       cudalint smoke TARGET [...]      (needs cudalint[smoke])\n"
+        "       cudalint smoke --init [FILE] [--force]  (writes a smoke target to confirm)\n"
         "       cudalint mps-ops [--target-torch X]\n"
         "       cudalint lsp                     (needs cudalint[lsp])\n"
         "\n"

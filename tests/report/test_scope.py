@@ -67,8 +67,12 @@ def test_a_ddp_branch_under_its_flag_is_the_distributed_path() -> None:
     assert [status for status, _ in checklist.values()] == [
         "unknown", "done", "unchecked", "unchecked", "unchecked", "unchecked", "open",
         "unchecked"]
-    assert any(step.startswith("write a smoke target: `cudalint smoke --init`")
-               for step in decision.next_steps)
+    assert any(step.startswith("write a smoke target: `cudalint smoke --init` writes "
+                               "smoke_target.py") and "`cudalint smoke smoke_target.py:"
+               "train_step`" in step for step in decision.next_steps)
+    # No target in the project: the command to confirm with writes one first, no placeholder.
+    assert decision.confirm.startswith("cudalint smoke --init, then cudalint smoke "
+                                       "smoke_target.py:train_step --device mps")
     assert any(step.startswith("by hand: Dependencies install on macOS")
                for step in decision.next_steps)
 

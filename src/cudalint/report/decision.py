@@ -33,6 +33,8 @@ from cudalint.report.evidence import Evidence, SmokeRun
 from cudalint.report.paths import PathClass
 from cudalint.report.project import Project, unknown_project
 from cudalint.report.tested import Tested, what_was_tested
+from cudalint.runtime.smoke.scaffold.init import DEFAULT_NAME as INIT_FILE
+from cudalint.runtime.smoke.scaffold.init import INIT_TARGET
 
 SINGLE_DEVICE = "Mac allowed for single-device work, CUDA for distributed training"
 TOOLING_ONLY = ("Mac allowed for the code; CUDA stays in the tooling (pins, containers, CI and "
@@ -217,8 +219,9 @@ def next_steps(decision: Decision, target: str | None) -> list[str]:
     current = decision.current_runs
     devices = {run.device for run in current}
     if target is None:
-        steps.append("write a smoke target: `cudalint smoke --init`, or a function "
-                     "`f(device)` that runs one training step; then `cudalint smoke FILE:f`")
+        steps.append(f"write a smoke target: `cudalint smoke --init` writes {INIT_FILE} from "
+                     "the project's model, optimizer and loss, its guesses marked "
+                     f"'# GUESS: confirm'; check them, then `cudalint smoke {INIT_TARGET}`")
     else:
         reference = next(iter(project.references), None)
         compare = (f" --reference {reference}" if reference
@@ -288,7 +291,10 @@ def _notes(audit: Audit) -> list[Reason]:
 
 
 def _confirm_command(runs: tuple[SmokeRun, ...], target: str | None) -> str:
-    named = next((run.target for run in runs), None) or target or "path/to/file.py:function"
+    named = next((run.target for run in runs), None) or target
+    if named is None:
+        return (f"cudalint smoke --init, then cudalint smoke {INIT_TARGET} --device mps --json "
+                "smoke-mps.json  (on a Mac)")
     return f"cudalint smoke {named} --device mps --json smoke-mps.json  (on a Mac)"
 
 

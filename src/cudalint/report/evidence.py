@@ -212,9 +212,11 @@ def run_from_dict(data: dict[str, Any], source: str, stale: tuple[str, ...] = ()
     details = {str(c.get("name")): str(c.get("detail", "")) for c in checks}
     failed = tuple((str(c.get("name")), str(c.get("detail", ""))) for c in checks
                    if c.get("status") == "fail")
+    # What the run itself predicted: a hazard with a count of 0 is a static finding the run did
+    # not reach (the audit has it already).
     predicted = sorted({str(h.get("subject") or h.get("op") or h.get("dtype") or h.get("kind"))
                         for h in data.get("hazards", []) if isinstance(h, dict)
-                        and h.get("predicted", True)})
+                        and h.get("predicted", True) and h.get("count") != 0})
     return SmokeRun(
         source=source,
         target=str(data.get("target", "the smoke target")),

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[3]  # the working tree that is installed
 DEMO = ROOT / "fixtures" / "demo"
 # The project's torch. Only this release is on this machine's disk as a CPU build: PyPI's x86_64
 # wheels of other releases are CUDA builds of several GB (torch 2.9.1: 900 MB, and as much
-# again in nvidia-* packages), so the environment is fresh but its torch is this one.
+# again in nvidia-* packages; 2.14.1, the newest the local index serves, is 555 MB and needs
+# cuda-toolkit 13 and nvidia-*-cu13; download.pytorch.org's CPU index is not reachable from
+# here), so the environment is fresh but its torch is this one.
 PROJECT_TORCH = torch.__version__.split("+")[0]
 
 

@@ -55,10 +55,15 @@ class OpLog:
     raised: list[str] = field(default_factory=list)
     # Where in the user's code a CPU op or a mixed-device op first ran: "model.py:35: `...`".
     frames: dict[str, str] = field(default_factory=dict)
+    # Where each op, and each dtype MPS lacks, first ran: the fallback pair's "where".
+    first_seen: dict[str, str] = field(default_factory=dict)
+    dtype_frames: dict[str, str] = field(default_factory=dict)
     autocast: set[str] = field(default_factory=set)  # "cpu bfloat16" while autocast was on
 
     def note(self, name: str, overload: str, inputs: list[torch.Tensor],
              outputs: list[torch.Tensor], target: str) -> None:
+        if name not in self.first_seen:
+            self.first_seen[name] = user_frame() or "?"
         self.counts[name] += 1
         self.overloads.setdefault(name, set()).add(overload)
         devices = {tensor.device.type for tensor in (*inputs, *outputs)}
@@ -94,6 +99,8 @@ class OpLog:
                  and (target == "cpu" or t.device.type == target)}
         for dtype in found:
             self.dtype_ops.setdefault(dtype, Counter())[name] += 1
+            if dtype not in self.dtype_frames:
+                self.dtype_frames[dtype] = user_frame() or "?"
 
 
 def user_frame() -> str | None:

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves
 
+from cudalint.runtime.smoke.artefacts import Artefact
 from cudalint.runtime.smoke.compare import (
     EXACT,
     Difference,
@@ -72,13 +73,15 @@ class RunFailure:
         return f"{subject} crashed: {self.detail}" if self.crashed else f"{subject}: {self.detail}"
 
 
-def rerun(target: Target, device: torch.device) -> list[Leaf] | RunFailure:
-    """Run the target again (a repeat, the CPU reference): its output leaves, or why none."""
+def rerun(target: Target, device: torch.device,
+          files: list[Artefact] | None = None) -> list[Leaf] | RunFailure:
+    """Run the target again (a repeat, the CPU reference): its output leaves, or why none; the
+    files its output names go to `files`."""
     outcome = run_target(target, device)
     if outcome.crash is not None:
         return RunFailure(True, outcome.crash.summary())
     try:
-        return flatten(outcome.output)
+        return flatten(outcome.output, files)
     except UnsupportedOutput as exc:
         return RunFailure(False, str(exc))
 

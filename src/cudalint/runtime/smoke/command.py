@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from cudalint.runtime.smoke.pipeline import SmokeOptions
     from cudalint.runtime.smoke.reference import Reference
     from cudalint.runtime.smoke.report import SmokeReport
+    from cudalint.runtime.smoke.static import StaticCheck
     from cudalint.runtime.smoke.target import Target, TargetSpec
 
 PROG = "cudalint smoke"
@@ -41,9 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "with outputs saved on the CUDA server.",
         allow_abbrev=False,
     )
-    parser.add_argument("target", metavar="TARGET",
+    parser.add_argument("target", metavar="TARGET", nargs="?",
                         help="path/to/file.py:function or package.module:function; the "
-                             "function takes a torch.device")
+                             "function takes a torch.device (with --init: the file to write)")
+    parser.add_argument("--init", action="store_true",
+                        help="write a target (TARGET, default smoke_target.py) from a reading "
+                             "of the project, its guesses marked '# GUESS: confirm'")
+    parser.add_argument("--force", action="store_true",
+                        help="with --init: overwrite the file when it exists")
     parser.add_argument("--device", choices=("auto", "mps", "cpu", "cuda"), default="auto",
                         help="auto: MPS on a Mac, else CPU (CUDA only when asked for)")
     parser.add_argument("--reference", metavar="cpu|PATH",
@@ -103,19 +109,23 @@ def _count(text: str) -> int:
     return value
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, static: StaticCheck | None = None) -> int:
+    """`static`: the CUD6 check of the files a run used, whose file:line findings join the
+    hazards (`cudalint.commands.smoke` hands it in; a worker goes without)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse has printed usage and the error
         return exit_.code if isinstance(exit_.code, int) else 2
+    if args.init or args.target is None:
+        return _init(args)
     if not _installed("torch"):
         print(TORCH_MISSING, file=sys.stderr)
         return 2
     try:
         if args.worker_json or args.in_process:
-            return _in_process(args)
-        return _isolated(args, argv)
+            return _in_process(args, static)
+        return _isolated(args, argv, static)
     except HarnessError as exc:
         return _harness_error(args, f"{PROG}: error: {exc}")
     except KeyboardInterrupt:
@@ -129,6 +139,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     "CUDALINT_DEBUG=1 for the traceback)")
 
 
+def _init(args: argparse.Namespace) -> int:
+    """`--init`, which needs no torch; without it, TARGET is required."""
+    from cudalint.runtime.smoke.scaffold.init import init_target
+
+    if not args.init:
+        print(f"{PROG}: error: the following arguments are required: TARGET (or --init)",
+              file=sys.stderr)
+        return 2
+    try:
+        print(init_target(args.target, args.force))
+    except HarnessError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _harness_error(args: argparse.Namespace, line: str) -> int:
     """Exit 2 with one line; a worker hands the line to its parent, which prints it."""
     if args.worker_json:
@@ -138,20 +164,20 @@ def _harness_error(args: argparse.Namespace, line: str) -> int:
     return 2
 
 
-def _in_process(args: argparse.Namespace) -> int:
+def _in_process(args: argparse.Namespace, static: StaticCheck | None) -> int:
     from cudalint.runtime.smoke.environment import TorchImportWatch
 
     saved_path, saved_modules = list(sys.path), set(sys.modules)
     watch = TorchImportWatch.start()
     try:
-        return _run(args, watch)
+        return _run(args, watch, static)
     finally:
         watch.stop()
         sys.path[:] = saved_path
         _forget_user_modules(saved_modules)
 
 
-def _isolated(args: argparse.Namespace, argv: list[str]) -> int:
+def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | None) -> int:
     """Check what can be checked without the target, then run it all in a child process."""
     from cudalint.runtime.smoke.target import parse_target
 
@@ -165,7 +191,16 @@ def _isolated(args: argparse.Namespace, argv: list[str]) -> int:
     from cudalint.runtime.smoke.render import render
 
     device = resolve_device(args.device)
-    result = run_child(_child_argv(argv), args.timeout)
+    pair = None
+    if device.type == "mps":  # the fallback off, then on (fallback_pair)
+        from cudalint.runtime.smoke.fallback_pair import pair_section, run_pair
+
+        off, on = run_pair(lambda: run_child(_child_argv(argv), args.timeout))
+        pair = pair_section(off.data, on.data)
+        result = on if args.allow_fallback else off
+        sys.stderr.write((on if result is off else off).output)
+    else:
+        result = run_child(_child_argv(argv), args.timeout)
     if result.output:
         sys.stderr.write(result.output)
     data = result.data or {}
@@ -173,8 +208,11 @@ def _isolated(args: argparse.Namespace, argv: list[str]) -> int:
         print(data["harness_error"], file=sys.stderr)
         return 2
     report = _report_from(result, args, device)
+    if pair is not None:
+        report.extra["fallback_pair"] = pair
     if not report.identity:  # the child died before writing its report
         report.identity = setup.stamp([Path(spec.location)] if spec.is_file else [])
+    _add_static(report, setup.root, static)
     if args.json != "-":
         render(report)
     if args.json:
@@ -249,7 +287,7 @@ def _installed(name: str) -> bool:
         return False
 
 
-def _run(args: argparse.Namespace, watch: TorchImportWatch) -> int:
+def _run(args: argparse.Namespace, watch: TorchImportWatch, static: StaticCheck | None) -> int:
     from cudalint.runtime.smoke.target import TargetCrashed, load_target, parse_target
 
     spec = parse_target(args.target)
@@ -277,11 +315,28 @@ def _run(args: argparse.Namespace, watch: TorchImportWatch) -> int:
     if args.worker_json:
         _write(report, args.worker_json)
         return 0 if report.verdict == "pass" else 1
+    _add_static(report, setup.root, static)
     if args.json != "-":
         render(report)
     if args.json:
         _write(report, args.json)
     return 0 if report.verdict == "pass" else 1
+
+
+def _add_static(report: SmokeReport, root: Path, static: StaticCheck | None) -> None:
+    """Join the static check's findings in the files the run used to the report's hazards."""
+    if static is None:
+        return
+    from cudalint.runtime.smoke.static import with_static
+
+    files = [root / name for name in report.identity.get("files") or {}]
+    try:
+        findings = static(root, files)
+    except Exception as exc:  # the run's own report stands without the static side
+        report.warnings.append(f"the static check of {len(files)} file(s) failed: "
+                               f"{type(exc).__name__}: {exc}")
+        return
+    report.hazards = with_static(report.hazards, findings)
 
 
 class _Setup:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cudalint.runtime.smoke.audit import OpLog
@@ -43,7 +43,17 @@ def build_hazards(log: OpLog, messages: Iterable[MpsMessage], ctx: HazardContext
     hazards += [h for h in _from_dtypes(log) if h.dtype not in seen_dtypes]
     hazards += _from_devices(log, ctx)
     order = {Severity.ERROR: 0, Severity.WARNING: 1}
-    return sorted(hazards, key=lambda hazard: (order[hazard.severity], hazard.subject))
+    return sorted((_located(hazard, log) for hazard in hazards),
+                  key=lambda hazard: (order[hazard.severity], hazard.subject))
+
+
+def _located(hazard: Hazard, log: OpLog) -> Hazard:
+    """An op's or a dtype's hazard, with the line of the user's code where it first ran."""
+    if hazard.kind in (HazardKind.CPU_OP, HazardKind.MIXED_DEVICE):
+        return hazard  # their details say where already
+    where = (log.first_seen.get(hazard.op) if hazard.op
+             else log.dtype_frames.get(hazard.dtype) if hazard.dtype else None)
+    return replace(hazard, where=(where,)) if where and where != "?" else hazard
 
 
 def _from_messages(messages: Iterable[MpsMessage], ctx: HazardContext) -> list[Hazard]:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     import torch
+
+    from cudalint.runtime.smoke.artefacts import Artefact
 
 LeafValue = Union["torch.Tensor", bool, int, float, complex, str, None]
 _SCALARS = (bool, int, float, complex, str, type(None))
@@ -33,40 +37,62 @@ class UnsupportedOutput(TypeError):
     def __init__(self, path: str, value: object) -> None:
         super().__init__(
             f"output {path or 'value'} is a {type(value).__name__}; smoke compares tensors, "
-            "numbers, strings, None, nn.Module and dicts, lists and tuples of them"
+            "numbers, strings, None, nn.Module, paths of files the target wrote and dicts, "
+            "lists and tuples of them"
         )
 
 
-def flatten(output: Any) -> list[Leaf]:
+class UnreadableFile(UnsupportedOutput):
+    """An output names a file that cannot be read (not there): nothing to compare."""
+
+    def __init__(self, path: str, file: object, error: OSError) -> None:
+        TypeError.__init__(self, f"output {path} names {file}, which cannot be "
+                                  f"read: {error.strerror or error}")
+
+
+def flatten(output: Any, files: list[Artefact] | None = None) -> list[Leaf]:
     """Every leaf of `output`, tensors detached and copied to CPU; an `nn.Module` stands for
-    its state_dict. Raises UnsupportedOutput for anything else."""
-    leaves: list[Leaf] = []
-    _walk(output, "", leaves)
-    return leaves
+    its state_dict, a path for what the file holds (artefacts; each noted in `files`). Raises
+    UnsupportedOutput for anything else (UnreadableFile for a path that cannot be read)."""
+    walker = _Walker(files)
+    walker.walk(output, "")
+    return walker.leaves
 
 
-def _walk(value: Any, path: str, leaves: list[Leaf]) -> None:
-    import torch
+class _Walker:
+    def __init__(self, files: list[Artefact] | None) -> None:
+        self.leaves: list[Leaf] = []
+        self.files = files
 
-    if isinstance(value, torch.nn.Module):
-        _walk(value.state_dict(), path or "state_dict", leaves)
-    elif isinstance(value, torch.Tensor):
-        leaves.append(Leaf(path or "output", _snapshot(value)))
-    elif isinstance(value, _SCALARS):
-        leaves.append(Leaf(path or "output", value))
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            _walk(item, child_path(path, key), leaves)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            _walk(getattr(value, field.name), child_path(path, field.name), leaves)
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _walk(item, f"{path or 'output'}[{index}]", leaves)
-    elif type(value).__module__ == "numpy":
-        _walk(_from_numpy(value, path), path, leaves)
-    else:
-        raise UnsupportedOutput(path, value)
+    def walk(self, value: Any, path: str) -> None:
+        import torch
+
+        if isinstance(value, os.PathLike):
+            from cudalint.runtime.smoke.artefacts import read_artefacts
+
+            try:
+                read_artefacts(Path(value), path or "output", self.walk, self.files)
+            except OSError as exc:
+                raise UnreadableFile(path or "output", value, exc) from None
+        elif isinstance(value, torch.nn.Module):
+            self.walk(value.state_dict(), path or "state_dict")
+        elif isinstance(value, torch.Tensor):
+            self.leaves.append(Leaf(path or "output", _snapshot(value)))
+        elif isinstance(value, _SCALARS):
+            self.leaves.append(Leaf(path or "output", value))
+        elif isinstance(value, Mapping):
+            for key, item in value.items():
+                self.walk(item, child_path(path, key))
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for field in dataclasses.fields(value):
+                self.walk(getattr(value, field.name), child_path(path, field.name))
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                self.walk(item, f"{path or 'output'}[{index}]")
+        elif type(value).__module__ == "numpy":
+            self.walk(_from_numpy(value, path), path)
+        else:
+            raise UnsupportedOutput(path, value)
 
 
 def child_path(path: str, key: object) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from cudalint.runtime.smoke import checks, environment, interrupt, kill
+from cudalint.runtime.smoke.artefacts import Artefact, artefact_records
 from cudalint.runtime.smoke.audit import AutocastWatch, OpAudit, OpLog
 from cudalint.runtime.smoke.compare import Tolerance
 from cudalint.runtime.smoke.crash import Crash
@@ -59,18 +60,22 @@ def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
         _fail_run(report, outcome.crash, log, texts, options)
         _protocol(report, target, options, finished=False)
         return report
+    files: list[Artefact] = []
     try:
-        leaves = flatten(outcome.output)
+        leaves = flatten(outcome.output, files)
     except UnsupportedOutput as exc:
         _fail_run(report, Check("run", Status.FAIL, str(exc)), log, texts, options)
         return report
     report.checks.append(_run_check(target, device, outcome, leaves))
     _add_audit(report, log, texts, options)
+    reference_files: list[Artefact] = []
     report.checks += [
-        _with_random_hint(_compare(target, leaves, options), log, options),
+        _with_random_hint(_compare(target, leaves, options, reference_files), log, options),
         checks.determinism_check(target, device, leaves, options.repeat, options.tolerance),
         checks.checkpoint_check(outcome.output),
     ]
+    if files:
+        report.extra["artefacts"] = artefact_records(files, reference_files)
     _protocol(report, target, options, finished=True)
     if options.save_reference is not None:
         _save(options.save_reference, target, leaves, report, log)
@@ -192,7 +197,10 @@ def _audit_check(log: OpLog, hazards: list[Hazard], device: torch.device, note: 
     return Check("ops", status, f"{counts}; hazards: {listed}")
 
 
-def _compare(target: Target, leaves: list[Leaf], options: SmokeOptions) -> Check:
+def _compare(target: Target, leaves: list[Leaf], options: SmokeOptions,
+             files: list[Artefact]) -> Check:
+    """The comparison with the reference; the files the CPU reference run named go to
+    `files`."""
     if options.reference is not None:
         return checks.reference_check(leaves, options.reference.leaves, options.tolerance,
                                       f"the reference ({options.reference.origin()})")
@@ -203,7 +211,7 @@ def _compare(target: Target, leaves: list[Leaf], options: SmokeOptions) -> Check
         return Check("compare", Status.SKIPPED,
                      "the target ran on cpu, the default reference; pass --reference PATH "
                      "to compare with outputs saved on another machine")
-    expected = checks.rerun(target, torch.device("cpu"))
+    expected = checks.rerun(target, torch.device("cpu"), files)
     if isinstance(expected, checks.RunFailure):
         return Check("compare", Status.FAIL, expected.after("the reference run on cpu"))
     return checks.reference_check(leaves, expected, options.tolerance, "the same run on cpu")

@@ -31,6 +31,10 @@ def plain(report: SmokeReport) -> str:
                   for hazard in report.hazards]
     if precision := _precision(report):
         lines.append(precision)
+    if files := _files(report):
+        lines.append(files)
+    if pair := _pair(report):
+        lines.append(pair)
     if report.saved_reference:
         lines.append(f"reference saved to {report.saved_reference}")
     lines.append(f"verdict: {report.verdict}")
@@ -46,9 +50,27 @@ def _precision(report: SmokeReport) -> str:
             f"{precision['float32_matmul_precision']}, autocast {autocast}")
 
 
+def _pair(report: SmokeReport) -> str:
+    from cudalint.runtime.smoke.fallback_pair import summary
+
+    section = report.extra.get("fallback_pair")
+    return summary(section) if section else ""
+
+
+def _files(report: SmokeReport) -> str:
+    """The files the target named: how each was compared, the start of its sha256."""
+    files = report.extra.get("artefacts") or []
+    return ("files: " + ", ".join(f"{Path(item['path']).name} ({item['compared']}, sha256 "
+                                  f"{item['sha256'][:12]})" for item in files)) if files else ""
+
+
 def _hazard_line(hazard: Hazard) -> str:
     tags = [hazard.kind.value] + (["predicted"] if hazard.predicted else [])
-    return f"{hazard.subject} [{', '.join(tags)}] x{hazard.count}: {hazard.detail}"
+    return f"{hazard.subject} [{', '.join(tags)}] x{hazard.count}: {_detail(hazard)}"
+
+
+def _detail(hazard: Hazard) -> str:
+    return hazard.detail + (f"; at {'; '.join(hazard.where)}" if hazard.where else "")
 
 
 def _render_rich(report: SmokeReport, stream: TextIO) -> None:
@@ -72,10 +94,14 @@ def _render_rich(report: SmokeReport, stream: TextIO) -> None:
             style = "bold red" if hazard.severity.value == "error" else "yellow"
             kind = hazard.kind.value + (" (predicted)" if hazard.predicted else "")
             hazards.add_row(f"[{style}]{hazard.severity.value}[/]", escape(hazard.subject), kind,
-                            escape(hazard.detail))
+                            escape(_detail(hazard)))
         console.print(hazards)
     if precision := _precision(report):
         console.print(escape(precision))
+    if files := _files(report):
+        console.print(escape(files))
+    if pair := _pair(report):
+        console.print(escape(pair))
     if report.saved_reference:
         console.print(escape(f"reference saved to {report.saved_reference}"))
     style = "bold green" if report.verdict == "pass" else "bold red"

@@ -7,8 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 # Sections only some runs have: the batch-size ramp, the interrupted run, the killed run, the
-# target's output.
-EXTRA_SECTIONS = ("batches", "interrupted", "killed", "output")
+# target's output, the files it wrote and named, the fallback pair of a Mac.
+EXTRA_SECTIONS = ("batches", "interrupted", "killed", "output", "artefacts", "fallback_pair")
 # What ties the report to its project and run (identity.REQUIRED, less the run's own fields):
 # the first three lead the JSON, the others follow the run's sections.
 IDENTITY_HEAD = ("schema", "cudalint", "date")
@@ -55,6 +55,9 @@ class Hazard:
     dtype: str | None = None
     predicted: bool = False
     count: int = 1
+    # Where in the project: the line of the run's first such op (`model.py:35: `code``), and
+    # the lines `cudalint check` found (`model.py:35 (CUD602)`).
+    where: tuple[str, ...] = ()
 
     @property
     def subject(self) -> str:
@@ -143,7 +146,7 @@ class SmokeReport:
 def _hazard(data: dict[str, Any]) -> Hazard:
     return Hazard(HazardKind(data["kind"]), Severity(data["severity"]), data["detail"],
                   op=data.get("op"), dtype=data.get("dtype"), predicted=data["predicted"],
-                  count=data["count"])
+                  count=data["count"], where=tuple(data.get("where", ())))
 
 
 def _hazard_dict(hazard: Hazard) -> dict[str, Any]:
@@ -156,4 +159,5 @@ def _hazard_dict(hazard: Hazard) -> dict[str, Any]:
         "predicted": hazard.predicted,
         "count": hazard.count,
         "detail": hazard.detail,
+        "where": list(hazard.where),
     }

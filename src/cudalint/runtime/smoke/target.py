@@ -204,13 +204,7 @@ def device_override(device: torch.device) -> Iterator[None]:
     """Point the helper's `pick_device()` (CUDALINT_DEVICE) at `device` while the target runs,
     so code inside the target that picks its own device agrees with the harness."""
     from cudalint.device import ENV_VAR
+    from cudalint.runtime.smoke.scoped_env import scoped_env
 
-    before = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = str(device)
-    try:
+    with scoped_env(ENV_VAR, str(device)):
         yield
-    finally:
-        if before is None:
-            os.environ.pop(ENV_VAR, None)
-        else:
-            os.environ[ENV_VAR] = before

@@ -1,0 +1,48 @@
+"""`cudalint smoke --init [FILE] [--force]`: write FILE (default smoke_target.py; a folder gets
+one inside it) from a reading of its project (the nearest folder at or above it with a
+pyproject.toml or a .git). Needs no torch: it only reads. Exit 0 written; 2 not written (the
+file exists and --force is not given, no model class found, the file cannot be written), with
+one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudalint.runtime.smoke.errors import HarnessError
+
+DEFAULT_NAME = "smoke_target.py"
+INIT_TARGET = f"{DEFAULT_NAME}:train_step"  # what to run after --init
+
+
+def init_target(location: str | None, force: bool) -> str:
+    """Write the target; the line to print. HarnessError (exit 2) when it was not written."""
+    from cudalint.config import find_project_root
+    from cudalint.runtime.smoke.scaffold.facts import read_project
+    from cudalint.runtime.smoke.scaffold.values import main_model
+    from cudalint.runtime.smoke.scaffold.writer import write_target
+
+    target = Path(location or DEFAULT_NAME)
+    if target.is_dir():
+        target = target / DEFAULT_NAME
+    if target.suffix != ".py":
+        raise HarnessError(f"{target}: the target to write must be a .py file")
+    if target.exists() and not force:
+        raise HarnessError(f"{target} exists; pass --force to overwrite it")
+    if not target.parent.is_dir():
+        raise HarnessError(f"no such folder: {target.parent}")
+    folder = target.resolve().parent
+    root = find_project_root(folder) or folder
+    facts = read_project(root, skip=target.resolve())
+    model = main_model(facts)
+    if model is None:
+        raise HarnessError(f"no nn.Module subclass found under {root}: write the target by "
+                           "hand (docs/smoke.md, 'The target')")
+    written = write_target(facts, model, target)
+    try:
+        target.write_text(written.text, encoding="utf-8")
+    except OSError as exc:
+        raise HarnessError(f"cannot write {target}: {exc.strerror or exc}") from None
+    edit = f", {written.to_edit} with nothing to go on" if written.to_edit else ""
+    return (f"wrote {target} from {', '.join(written.found)}: {written.guesses} guess(es) "
+            f"marked '# GUESS: confirm'{edit}; check them, then run "
+            f"`cudalint smoke {target}:train_step`")
