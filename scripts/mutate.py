@@ -63,6 +63,8 @@ CACHE_TESTS = "tests/engine/test_cache.py"
 COMPARE_TESTS = "tests/runtime/smoke/test_compare.py"
 DECISION_TESTS = "tests/report/test_decision.py"
 OUTPUT_TESTS = "tests/output/test_ci_formats.py tests/output/test_counts.py tests/test_cli.py"
+SARIF_TESTS = "tests/output/test_ci_formats.py"
+NOQA_TESTS = "tests/engine/test_noqa.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # -- the device helper ---------------------------------------------------------------------
@@ -89,6 +91,11 @@ MUTATIONS: tuple[Mutation, ...] = (
        'if isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda":\n        return True',
        'if isinstance(expr, cst.Attribute) and expr.attr.value == "is_cuda":\n        return False',
        GUARD_TESTS, "`if x.is_cuda:` no longer guards"),
+    _m("guards-nearest-block-only", "engine/walk/context.py",
+       "return bool(self._after_exits) or any(self._guards)",
+       "return bool(self._after_exits) or bool(self._guards and self._guards[-1])",
+       "tests/rules/cud1/test_guards.py",
+       "a finding under `if torch.cuda.is_available():` loses its guard behind another `if`"),
     # -- the first pass ------------------------------------------------------------------------
     _m("first-pass-escapes-ignored", "engine/first_pass/prefilter.py",
        "return name in text or LETTER_ESCAPE.search(text) is not None",
@@ -103,6 +110,15 @@ MUTATIONS: tuple[Mutation, ...] = (
        "lines[unit.first - 1] = indent + b'b\"\"' + _ending(head)",
        "lines[unit.first - 1] = b'b\"\"' + _ending(head)",
        FIRST_PASS_TESTS, "a blanked one-line method loses its indentation"),
+    _m("first-pass-aliased-method-hidden", "engine/first_pass/outline.py",
+       "and not reach.reads(m.words, m.text, m.node, m.first))", ")",
+       "tests/engine/test_sparse.py",
+       "a sparse read hides a method that uses `sync` of `from torch.cuda import synchronize "
+       "as sync`: its finding is lost"),
+    _m("first-pass-aliased-method-skipped", "engine/first_pass/outline.py",
+       "and not reach.reads_statement(m)}", "}",
+       "tests/engine/test_sparse.py",
+       "a whole read's walk skips a method that names only an import's alias"),
     # -- the fixer and its imports -------------------------------------------------------------
     _m("imports-emptied-import-kept", "engine/fixes/imports.py",
        "    return {name for name in imported if used_before.get(name) and "
@@ -138,10 +154,16 @@ MUTATIONS: tuple[Mutation, ...] = (
        "if not mode & 0o222 or not os.access(path, os.W_OK):",
        "if not os.access(path, os.W_OK):",
        WRITER_TESTS, "root replaces a file whose mode says nobody may write it"),
+    # (Dropping only the check before the lock is equivalent: the check under the lock, in
+    # `_swap_in`, refuses the same files.)
     _m("writer-no-change-check", "engine/fixes/writer.py",
-       "        _require_unchanged(_read_current(path, info, len(original)), original)\n",
-       "",
+       "    if current != original:\n        raise WriteError(",
+       "    if False:\n        raise WriteError(",
        WRITER_TESTS, "a file saved in an editor meanwhile is overwritten"),
+    _m("writer-no-check-under-the-lock", "engine/fixes/writer.py",
+       "        _require_unchanged(_read_from(old, len(original)), original)\n",
+       "",
+       WRITER_TESTS, "a save landing between the first check and the lock is overwritten"),
     _m("writer-mode-not-kept", "engine/fixes/writer.py",
        "            os.fchmod(file.fileno(), stat.S_IMODE(info.st_mode))",
        "            pass",
@@ -152,8 +174,8 @@ MUTATIONS: tuple[Mutation, ...] = (
        "head = \"\\0\".join((self.salt, os.path.abspath(path), kind.value,",
        CACHE_TESTS, "a changed setting (the target torch) replays stale findings"),
     _m("cache-status-trusted-always", "engine/running/cache.py",
-       "if status is not None and known is not None and _status(known) == status:",
-       "if known is not None:",
+       "if status is not None and _well_formed(known) and _status(known) == status:",
+       "if _well_formed(known):",
        CACHE_TESTS, "an edited file is replayed from the index without being read"),
     _m("cache-change-time-ignored", "engine/running/cache.py",
        "if s.st_ctime_ns > now - _SETTLED_NS or s.st_mtime_ns > now - _SETTLED_NS:",
@@ -172,6 +194,28 @@ MUTATIONS: tuple[Mutation, ...] = (
        'if path == name or path.startswith((f"{name}[", f"{name}."))]',
        'if path == name or path.startswith((f"{name}.",))]',
        COMPARE_TESTS, "a `model` tolerance no longer covers `model[0]`"),
+    _m("compare-nan-in-the-run-ignored", "runtime/smoke/compare.py",
+       "bad = ~equal & ((nan_a ^ nan_e) | ~(diff",
+       "bad = ~equal & (nan_e | ~(diff",
+       COMPARE_TESTS, "NaN in the run checked (the typical MPS failure) passes against a number"),
+    # (`(nan_a ^ nan_e)` -> `nan_a` in `bad` is equivalent: NaN in the reference makes the
+    # tolerance NaN, which no difference is within.)
+    _m("compare-nan-in-the-reference-equal", "runtime/smoke/compare.py",
+       "equal = (a == e) | (nan_a & nan_e)",
+       "equal = (a == e) | nan_e",
+       COMPARE_TESTS, "a NaN element of the reference counts as equal to whatever the run has"),
+    _m("compare-nan-in-the-run-equal", "runtime/smoke/compare.py",
+       "equal = (a == e) | (nan_a & nan_e)",
+       "equal = (a == e) | nan_a",
+       COMPARE_TESTS, "a NaN element of the run counts as equal to whatever the reference has"),
+    _m("compare-nan-number-in-the-run-ignored", "runtime/smoke/compare.py",
+       "return cmath.isnan(got) and cmath.isnan(want)",
+       "return cmath.isnan(got)",
+       COMPARE_TESTS, "a returned NaN loss passes against the reference's number"),
+    _m("compare-nan-number-difference-passes", "runtime/smoke/compare.py",
+       "if not math.isnan(diff) and diff <= atol + rtol * abs(want):",
+       "if math.isnan(diff) or diff <= atol + rtol * abs(want):",
+       COMPARE_TESTS, "a number NaN on either side passes"),
     # -- the report's decision -----------------------------------------------------------------
     _m("decision-failed-mps-run-not-refused", "report/decision.py",
        "    if blockers or failed_mps:\n", "    if blockers:\n",
@@ -182,6 +226,16 @@ MUTATIONS: tuple[Mutation, ...] = (
     _m("decision-stale-runs-decide", "report/decision.py",
        "    runs = tuple(run for run in given if run.current)\n", "    runs = given\n",
        DECISION_TESTS, "a smoke run of older code counts as evidence"),
+    _m("decision-uncompared-mps-run-confirms", "report/decision.py",
+       "confirmed = [run for run in runs if run.on_mps and run.compared]",
+       "confirmed = [run for run in runs if run.on_mps]",
+       DECISION_TESTS,
+       "an MPS pass that compared nothing is reported 'passed on MPS with outputs within "
+       "tolerance'"),
+    _m("decision-skipped-comparison-counts", "report/evidence.py",
+       'return self.statuses.get("compare") == "pass"',
+       'return self.statuses.get("compare") != "fail"',
+       DECISION_TESTS, "a skipped compare check counts as a comparison that passed"),
     # -- rules and their data (issue 32's behaviours) ---------------------------------------------
     _m("cud601-float64-on-the-cpu-reported", "rules/cud6_mps/float64.py",
        "if state.site is not None and state.on_device:",
@@ -210,6 +264,44 @@ MUTATIONS: tuple[Mutation, ...] = (
        '.replace("\\r", "%0D").replace("\\n", "%0A")',
        '.replace("\\r", "%0D")',
        OUTPUT_TESTS, "a multi-line message breaks a GitHub workflow command"),
+    _m("sarif-end-line-is-the-start", "output/sarif.py",
+       '"endLine": finding.end_location.row,', '"endLine": finding.location.row,',
+       SARIF_TESTS, "a SARIF region of a finding over several lines ends on its first line"),
+    _m("sarif-end-column-off-by-one", "output/sarif.py",
+       '"endColumn": finding.end_location.column,',
+       '"endColumn": finding.end_location.column + 1,',
+       SARIF_TESTS, "a SARIF region ends one column late"),
+    # -- suppression, project settings, fixes, duplicates (issue 32's regressions) ----------------
+    _m("noqa-last-line-ignored", "engine/locate/noqa.py",
+       "for row in {finding.location.row, finding.end_location.row}:",
+       "for row in {finding.location.row}:",
+       NOQA_TESTS, "`# noqa` on the last line of a finding over several lines is ignored"),
+    _m("noqa-last-line-not-read", "engine/lint/python.py",
+       "rows = {row for _, f in found for row in (f.location.row, f.end_location.row)}",
+       "rows = {f.location.row for _, f in found}",
+       NOQA_TESTS, "the comments of a finding's last line are never tokenized"),
+    _m("noqa-code-ignored", "engine/locate/noqa.py",
+       'if codes is not None and (codes is _ALL or "*" in codes or finding.code in codes):',
+       "if codes is not None:",
+       NOQA_TESTS, "`# noqa: CUD109` silences every code on its line"),
+    _m("floor-requirements-folder-ignored", "engine/project/torch_floor.py",
+       'paths = [*root.glob("requirements*.txt"), *root.glob("requirements/*.txt")]',
+       'paths = [*root.glob("requirements*.txt")]',
+       "tests/engine/test_fix_output.py",
+       "a torch floor in requirements/base.txt is not read: fixes assume another torch"),
+    _m("fix-cuda-index-dropped", "rules/cud1_device/cuda_method.py",
+       "    return [cst.Arg(given)]\n", "    return []\n",
+       "tests/engine/test_fix_safety.py", "`.cuda(0)` fixed to `.to(pick_device())`"),
+    _m("findings-not-deduplicated", "engine/lint/python.py",
+       "if key in seen or noqa.is_suppressed(finding, suppress):",
+       "if noqa.is_suppressed(finding, suppress):",
+       "tests/rules/test_research_repo.py",
+       "a finding two visits report alike is listed twice (the demo has no such shape)"),
+    _m("output-findings-listed-twice", "output/common.py",
+       "return sorted((f for r in reports for f in r.findings), key=Finding.sort_key)",
+       "return sorted((f for r in reports for f in (*r.findings, *found_before(r))),\n"
+       "                  key=Finding.sort_key)",
+       "tests/test_demo.py", "every finding of a check is listed twice (a set hides it)"),
 )
 
 

@@ -175,6 +175,32 @@ def test_a_file_changed_while_it_was_checked_is_not_overwritten(tmp_path, capsys
     assert_fixed(good)
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "no-exchange"])
+def test_a_save_between_the_first_check_and_the_lock_is_not_overwritten(tmp_path, monkeypatch,
+                                                                        exchange):
+    """The text is compared again under the file's lock: an editor's save written into the
+    file just after the first comparison is kept and the fix refused, where the file system
+    can exchange two names (renameat2) and where it cannot (a plain rename)."""
+    path = tmp_path / "train.py"
+    path.write_text(GOOD)
+    saved = GOOD + "x = 1  # saved in an editor\n"
+    read_current = writer._read_current
+
+    def then_saved(*args):
+        current = read_current(*args)
+        with open(path, "r+") as handle:  # in place: the file the fix read, not a new one
+            handle.write(saved)
+        return current
+
+    monkeypatch.setattr(writer, "_read_current", then_saved)
+    if not exchange:
+        monkeypatch.setattr(writer, "_exchange", lambda first, second: False)
+    with pytest.raises(WriteError, match=r"^not written: the file changed since it was read$"):
+        write_fixed(path, b"fixed = True\n", GOOD.encode())
+    assert path.read_text() == saved
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]
+
+
 def test_hard_links_keep_sharing_the_fixed_text(tmp_path, capsys):
     bad, good = _tree(tmp_path)
     other = tmp_path / "elsewhere"

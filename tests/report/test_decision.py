@@ -5,15 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from cudalint.config import load_config
 from cudalint.report.audit import Audit, Effort, audit
 from cudalint.report.decision import SINGLE_DEVICE, Verdict, decide
 from cudalint.report.evidence import Evidence, run_from_dict
+from cudalint.report.html import to_html
 from cudalint.report.paths import PathClass
 from cudalint.report.project import describe
+from cudalint.report.render import print_terminal, to_json, to_markdown
 
-from .smoke_runs import smoke_json
+from .smoke_runs import CUDA_REFERENCE, smoke_json
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "report"
 
@@ -21,6 +24,10 @@ MPS_PASS = smoke_json("mps")
 CPU_PASS = smoke_json("cpu", skipped=("compare",))
 MPS_FAIL = smoke_json("mps", failed={"compare": "2 difference(s) from the reference: logits"})
 CPU_FAIL = smoke_json("cpu", failed={"run": "RuntimeError: Found no NVIDIA driver"})
+# `cudalint smoke --device mps --save-reference ...`: it passed, and compared nothing.
+MPS_UNCOMPARED = smoke_json("mps", skipped=("compare",), details={
+    "compare": "saving a reference; pass --reference cpu to also compare with CPU"})
+CPU_COMPARED = smoke_json("cpu", against=CUDA_REFERENCE)
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +167,32 @@ def test_a_stale_run_decides_nothing(audits, project, verdict) -> None:
     decision = decide(audits[project], [stale], project=describe(FIXTURES / project))
     assert (decision.verdict, decision.evidence) == (verdict, Evidence.PROVISIONAL)
     assert decision.stale_runs == (stale,) and decision.current_runs == ()
+
+
+def _every_rendering(decision) -> dict[str, str]:
+    console = Console(record=True, width=200)
+    print_terminal(decision, console)
+    return {"terminal": console.export_text(), "markdown": to_markdown(decision),
+            "html": to_html(decision), "json": to_json(decision)}
+
+
+@pytest.mark.parametrize("runs", [(MPS_UNCOMPARED,), (CPU_PASS, MPS_UNCOMPARED),
+                                  (CPU_COMPARED, MPS_UNCOMPARED)],
+                         ids=["mps-alone", "with-cpu", "with-cpu-compared-with-cuda"])
+def test_an_mps_pass_that_compared_nothing_confirms_nothing(audits, runs) -> None:
+    """It ran on MPS; whether its numbers are right is unknown: never "confirmed", never
+    "within tolerance", on any output."""
+    decision = _decide(audits, "ready", *runs)
+    assert (decision.verdict, decision.evidence) == (Verdict.MAC_ALLOWED, Evidence.PORTABLE)
+    note = decision.evidence_note
+    assert note.startswith("smoke smoke_target.py:train_step passed on MPS without comparing "
+                           "its outputs (saving a reference; ")
+    assert "its results are unchecked; confirm with a comparison: cudalint smoke" in note
+    for name, text in _every_rendering(decision).items():
+        assert "with outputs within tolerance" not in text, name
+        assert "confirmed" not in text.lower(), name
+    checklist = {item.title.split(" (")[0]: item for item in decision.checklist}
+    compared = checklist["Important outputs compared within the study's tolerance"]
+    assert compared.status.value == "unchecked" and "mps" not in compared.evidence.split(":")[0]
+    metrics = next(row for row in decision.tested.rows if row.question == "metrics reproduce")
+    assert metrics.cells["mps"].status == "not run"

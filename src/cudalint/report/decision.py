@@ -13,7 +13,8 @@
 
 The evidence level says what the verdict rests on: static findings (*provisional*, with the
 smoke command that would confirm it), a CPU smoke pass (*portable*, not proof that MPS works),
-an MPS smoke pass within tolerance (*confirmed*), or a failed smoke check (*smoke-failed*).
+an MPS smoke pass within tolerance (*confirmed*; an MPS pass that compared no outputs is only
+*portable*), or a failed smoke check (*smoke-failed*).
 Only smoke runs that describe the project as it is now are evidence; stale ones are shown, with
 why, and never used. A decision on a project with fixable findings holds after
 `cudalint check --fix`, and says so.
@@ -315,6 +316,14 @@ def _evidence(verdict: Verdict, runs: tuple[SmokeRun, ...], static_refusal: bool
             f"smoke {run.target} passed on MPS with outputs within tolerance "
             f"(torch {env.get('torch', '?')}, {env.get('os', '?')} {env.get('os_release', '')}, "
             f"{env.get('device_name') or env.get('machine', '?')}; {run.source})")
+    uncompared = [run for run in runs if run.on_mps]  # passed, compared nothing
+    if uncompared:
+        run = uncompared[0]
+        why = run.details.get("compare") or "no compare check in the run"
+        return Evidence.PORTABLE, (
+            f"smoke {run.target} passed on MPS without comparing its outputs ({why}; "
+            f"{run.source}): the code runs there, its results are unchecked; confirm with a "
+            f"comparison: {command}")
     if runs:
         ran = ", ".join(sorted({run.device for run in runs}))
         return Evidence.PORTABLE, (

@@ -81,6 +81,23 @@ def test_drift_from_a_saved_reference_fails_with_the_differences(
     assert "FAIL     compare" in out
 
 
+def test_nan_in_the_run_fails_against_a_finite_reference(
+    smoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The typical MPS failure: the run checked gives NaN where the reference (saved on CUDA)
+    has numbers. A tensor element and a returned float, under the loosest tolerance."""
+    reference = tmp_path / "ref.safetensors"
+    smoke(target("drifting.py:predict"), "--save-reference", str(reference))
+    monkeypatch.setenv("SMOKE_DRIFT", "nan")
+    code, report, _, _ = smoke(target("drifting.py:predict"), "--reference", str(reference),
+                               "--rtol", "1e9", "--atol", "1e9")
+    assert (code, report["verdict"], check(report, "compare")["status"]) == (1, "fail", "fail")
+    detail = check(report, "compare")["detail"]
+    assert "logits: 1 of 15 elements differ" in detail
+    assert "NaN in one but not the other at 1 elements, the first at [0, 1] (nan vs " in detail
+    assert "scale: nan here, 2.5 in the reference" in detail
+
+
 def test_saving_skips_the_cpu_comparison_unless_asked(smoke, tmp_path: Path) -> None:
     reference = str(tmp_path / "ref.safetensors")
     _, report, _, _ = smoke(target("drifting.py:predict"), "--save-reference", reference)

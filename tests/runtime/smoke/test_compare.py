@@ -108,11 +108,60 @@ def test_integers_are_exact_even_beyond_float64_precision() -> None:
 def test_nan_positions_must_agree() -> None:
     nan = torch.tensor([1.0, math.nan])
     assert _differences(nan, nan.clone()) == []
-    problems = _differences(torch.tensor([1.0, 2.0]), nan)
-    assert len(problems) == 1
-    assert "NaN in one but not the other at 1 elements" in problems[0]
     assert _differences({"f": math.nan}, {"f": math.nan}) == []
-    assert _differences({"f": math.nan}, {"f": 1.0}) != []
+    assert _differences({"f": complex(math.nan, 1.0)}, {"f": complex(math.nan, 1.0)}) == []
+
+
+# Whatever the tolerance: NaN is never "close" to a number.
+NAN_TOLERANCES = (DEFAULT, Tolerance(rtol=math.inf, atol=math.inf))
+
+
+@pytest.mark.parametrize("side", ["run", "reference"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64,
+                                   torch.complex64], ids=str)
+def test_nan_on_either_side_is_a_difference(side: str, dtype: torch.dtype) -> None:
+    """NaN in the run checked where the reference has a number is the typical MPS failure; it
+    fails as surely as NaN in the reference alone, and the message says where."""
+    numbers = torch.tensor([[1.0, 2.0], [3.0, 4.0]]).to(dtype)
+    with_nan = numbers.clone()
+    with_nan[1, 0] = math.nan
+    got, want = (with_nan, numbers) if side == "run" else (numbers, with_nan)
+    nan, three = ("nan+0j", "3+0j") if dtype.is_complex else ("nan", "3")
+    values = f"{nan} vs {three}" if side == "run" else f"{three} vs {nan}"
+    for tolerance in NAN_TOLERANCES:
+        problems = _differences({"loss": got}, {"loss": want}, tolerance)
+        assert len(problems) == 1, tolerance
+        assert problems[0].startswith("loss: 1 of 4 elements differ beyond")
+        assert problems[0].endswith(
+            f"; NaN in one but not the other at 1 elements, the first at [1, 0] ({values})")
+
+
+def test_a_run_that_is_all_nan_fails() -> None:
+    """A diverged step: every output element NaN; the reference finite."""
+    problems = _differences(torch.full((2, 3), math.nan), torch.ones(2, 3))
+    assert problems == ["output: 6 of 6 elements differ beyond rtol=1.3e-06, atol=1e-05; NaN in "
+                        "one but not the other at 6 elements, the first at [0, 0] (nan vs 1)"]
+
+
+def test_nan_beside_a_numeric_difference_names_both() -> None:
+    problems = _differences(torch.tensor([1.0, math.nan, 5.0]), torch.tensor([1.0, 2.0, 3.0]))
+    assert problems == ["output: 2 of 3 elements differ beyond rtol=1.3e-06, atol=1e-05; max abs "
+                        "diff 2 at [2] (5 vs 3), max rel diff 0.6667; NaN in one but not the "
+                        "other at 1 elements, the first at [1] (nan vs 2)"]
+
+
+@pytest.mark.parametrize("side", ["run", "reference"])
+@pytest.mark.parametrize("nan", [math.nan, complex(math.nan, 0.0), complex(0.0, math.nan),
+                                 np.float32("nan")], ids=repr)
+def test_nan_number_on_either_side_is_a_difference(side: str, nan: object) -> None:
+    """A returned Python or NumPy number (a loss, a metric) that is NaN on one side only."""
+    got, want = ({"loss": nan}, {"loss": 0.5}) if side == "run" else ({"loss": 0.5}, {"loss": nan})
+    for tolerance in NAN_TOLERANCES:
+        problems = _differences(got, want, tolerance)
+        assert len(problems) == 1 and problems[0].startswith("loss: "), tolerance
+        here, _, rest = problems[0].partition(" here, ")
+        reference = rest.partition(" in the reference")[0]
+        assert ("nan" in here, "nan" in reference) == (side == "run", side == "reference")
 
 
 def test_infinities_equal_themselves() -> None:

@@ -135,23 +135,33 @@ def _value_difference(
     if mismatched == 0:
         return None
     zero = torch.zeros((), dtype=torch.float64)
-    flat = int(diff.argmax())
-    index = [int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)]
     max_abs = float(diff.max())
     max_rel = float(torch.where(diff == 0, zero, diff / scale).max())
-    detail = (f"{mismatched} of {got.numel()} elements differ beyond rtol={rtol:g}, atol={atol:g}; "
-              f"max abs diff {max_abs:.4g} at {index} ({_item(got, flat)} vs "
-              f"{_item(want, flat)}), max rel diff {max_rel:.4g}")
-    if nan_mismatch:
-        detail += f"; NaN in one but not the other at {nan_mismatch} elements"
-    return Difference(path, "values", detail, max_abs=max_abs, max_rel=max_rel)
+    parts = [f"{mismatched} of {got.numel()} elements differ beyond rtol={rtol:g}, atol={atol:g}"]
+    nans = int(nan_mismatch.sum())
+    if nans < mismatched:  # some differ by a number, not only by a NaN on one side
+        parts.append(f"max abs diff {max_abs:.4g} at {_where(got, want, diff)}, "
+                     f"max rel diff {max_rel:.4g}")
+    if nans:
+        parts.append(f"NaN in one but not the other at {nans} elements, the first at "
+                     f"{_where(got, want, nan_mismatch)}")
+    return Difference(path, "values", "; ".join(parts), max_abs=max_abs, max_rel=max_rel)
+
+
+def _where(got: torch.Tensor, want: torch.Tensor, by: torch.Tensor) -> str:
+    """The index of `by`'s largest element (its first True), with both values there."""
+    import torch
+
+    flat = int(by.reshape(-1).to(torch.float64).argmax())
+    index = [int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)]
+    return f"{index} ({_item(got, flat)} vs {_item(want, flat)})"
 
 
 def _elementwise(
     got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Per element: out of tolerance, |got - want| (0 where equal or NaN), |want|; and how many
-    elements are NaN in one only."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per element: out of tolerance, |got - want| (0 where equal or NaN), |want|, and NaN in
+    one only."""
     import torch
 
     complex_ = got.dtype.is_complex or want.dtype.is_complex
@@ -160,12 +170,12 @@ def _elementwise(
     if not (got.is_floating_point() or want.is_floating_point() or complex_):
         # Integers in their own dtypes: float64 would hide differences above 2**53.
         diff = (got.to(torch.int64) - want.to(torch.int64)).abs().to(torch.float64)
-        return got != want, diff, e.abs(), 0
+        return got != want, diff, e.abs(), torch.zeros(got.shape, dtype=torch.bool)
     nan_a, nan_e = torch.isnan(a), torch.isnan(e)
     equal = (a == e) | (nan_a & nan_e)
     diff = torch.where(equal | nan_a | nan_e, zero, (a - e).abs())
     bad = ~equal & ((nan_a ^ nan_e) | ~(diff <= atol + rtol * e.abs()))
-    return bad, diff, e.abs(), int((nan_a ^ nan_e).sum())
+    return bad, diff, e.abs(), nan_a ^ nan_e
 
 
 def _item(tensor: torch.Tensor, flat: int) -> str:
