@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cudalint.data import toml
+from cudalint.files import ReadError, TooLarge, read_regular
 from cudalint.record import Record
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
@@ -242,16 +243,14 @@ def _may_name_the_table(data: bytes) -> bool:
 
 
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes, read up to MAX_CONFIG_SIZE: a larger file is an error."""
+    """The file's bytes, a regular file of at most MAX_CONFIG_SIZE: else an error."""
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_CONFIG_SIZE + 1)
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error}") from error
-    if len(data) > MAX_CONFIG_SIZE:
+        return read_regular(path, MAX_CONFIG_SIZE)
+    except TooLarge:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_SIZE // 1024 // 1024} MiB, the most "
-                          "a configuration file may hold; not read")
-    return data
+                          "a configuration file may hold; not read") from None
+    except ReadError as error:
+        raise ConfigError(f"{path}: {error}") from None
 
 
 def _parsed(path: Path, data: bytes) -> dict[str, Any]:
