@@ -29,44 +29,69 @@ class Leaf:
         return "str" if isinstance(self.value, str) else "tensor"
 
 
+_COMPARED = ("smoke compares tensors, numbers, strings, None, nn.Module and dicts, lists and "
+             "tuples of them")
+
+
 class UnsupportedOutput(TypeError):
-    def __init__(self, path: str, value: object) -> None:
-        super().__init__(
-            f"output {path or 'value'} is a {type(value).__name__}; smoke compares tensors, "
-            "numbers, strings, None, nn.Module and dicts, lists and tuples of them"
-        )
+    """An output smoke cannot compare: the target's problem (a failed run), not the harness's."""
+
+    def __init__(self, path: str, value: object, why: str | None = None) -> None:
+        super().__init__(f"output {path or 'value'} "
+                         f"{why or f'is a {type(value).__name__}'}; {_COMPARED}")
 
 
 def flatten(output: Any) -> list[Leaf]:
     """Every leaf of `output`, tensors detached and copied to CPU; an `nn.Module` stands for
-    its state_dict. Raises UnsupportedOutput for anything else."""
+    its state_dict. Raises UnsupportedOutput for anything else, a container that holds itself
+    one nested deeper than Python's recursion limit, and one whose own code raises included."""
     leaves: list[Leaf] = []
-    _walk(output, "", leaves)
+    try:
+        _walk(output, "", leaves, set())
+    except RecursionError:
+        raise UnsupportedOutput("", output, "is nested too deeply to compare") from None
+    except UnsupportedOutput:
+        raise
+    except Exception as exc:  # the output's own code (a key's __repr__, a mapping's items())
+        message = str(exc).strip().splitlines()
+        raise UnsupportedOutput("", output, f"could not be read: {type(exc).__name__}"
+                                + (f": {message[0]}" if message else "")) from None
     return leaves
 
 
-def _walk(value: Any, path: str, leaves: list[Leaf]) -> None:
+def _walk(value: Any, path: str, leaves: list[Leaf], within: set[int]) -> None:
+    """`within`: the containers `value` is inside (their ids), to find one that holds itself."""
     import torch
 
     if isinstance(value, torch.nn.Module):
-        _walk(value.state_dict(), path or "state_dict", leaves)
+        _walk(value.state_dict(), path or "state_dict", leaves, within)
     elif isinstance(value, torch.Tensor):
         leaves.append(Leaf(path or "output", _snapshot(value)))
     elif isinstance(value, _SCALARS):
         leaves.append(Leaf(path or "output", value))
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            _walk(item, child_path(path, key), leaves)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for field in dataclasses.fields(value):
-            _walk(getattr(value, field.name), child_path(path, field.name), leaves)
-    elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _walk(item, f"{path or 'output'}[{index}]", leaves)
     elif type(value).__module__ == "numpy":
-        _walk(_from_numpy(value, path), path, leaves)
+        _walk(_from_numpy(value, path), path, leaves, within)
     else:
-        raise UnsupportedOutput(path, value)
+        items = _items(value, path)
+        if id(value) in within:
+            raise UnsupportedOutput(path, value, f"is a {type(value).__name__} that holds "
+                                                 "itself (a reference cycle)")
+        within.add(id(value))
+        for item_path, item in items:
+            _walk(item, item_path, leaves, within)
+        within.discard(id(value))
+
+
+def _items(value: Any, path: str) -> list[tuple[str, Any]]:
+    """The children of a container, with their paths; UnsupportedOutput for anything else."""
+    if isinstance(value, Mapping):
+        return [(child_path(path, key), item) for key, item in value.items()]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(child_path(path, field.name), getattr(value, field.name))
+                for field in dataclasses.fields(value)]
+    if isinstance(value, (list, tuple)):
+        return [(f"{path or 'output'}[{index}]", item) for index, item in enumerate(value)]
+    raise UnsupportedOutput(path, value)
 
 
 def child_path(path: str, key: object) -> str:
