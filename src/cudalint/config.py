@@ -211,33 +211,31 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
     return _from_table(table, path)
 
 
-# Where a TOML text can name the `tool.cudalint` table: after `tool.` (a header, a dotted
-# key), in `tool = {...}` (TOML 1.0's inline tables are one line), or as a key at the start of
-# a line, which counts in `[tool]` only; a text naming cudalint elsewhere only (a dependency,
-# a script's name) is not parsed.
-_AFTER_TOOL = rb"""tool["']?[ \t]*(?:\.[ \t]*|=[ \t]*\{(?:[^\n]*?,)?[ \t]*)["']?$"""
-_KEY_END = rb"""[ \t]*[.=]"""
-# A table's header: at the start of its line (an array's element on a line of its own is
-# indented, as TOML is written).
-_HEADER = rb"""(?m)^\[\[?[ \t]*([^\[\]\n]*?)[ \t]*\]\]?[ \t]*(?:#[^\n]*)?$"""
+# Where the bytes `cudalint` can be a key of a TOML text (bare or quoted): after the start of a
+# line, `{` or `,` (a key, an inline table's key) or `.` (a dotted key, a header's part), and
+# before `.` or `=`, or `]` after a `.` (a header's last part); spaces and tabs around. Every
+# spelling of the `tool.cudalint` table has one: a text with none (`"cudalint>=0.2"` in a list
+# of dependencies, a script's value) is not parsed.
+_BEFORE_KEY = frozenset(b".\n{,")
+_AFTER_KEY = frozenset(b".=")
 
 
 def _may_name_the_table(data: bytes) -> bool:
-    """Whether `data` may hold the table, by the text around each `cudalint` in it: a cheap
-    test that spares a run the TOML parser for a pyproject.toml naming cudalint elsewhere."""
+    """Whether `data` may hold the table: a cheap test that spares a run the TOML parser for a
+    pyproject.toml naming cudalint only as a dependency or a value. It never says no to a
+    text that holds the table, in any spelling TOML allows (the parser decides)."""
     at = data.find(b"cudalint")
     while at >= 0:
-        line = data.rfind(b"\n", 0, at) + 1
-        before = data[line:at]
-        if b"tool" in before and re.search(_AFTER_TOOL, before):
-            return True  # after `tool.` or in `tool = {...}`
+        before, after = data[:at].rstrip(b" \t"), data[at + 8:at + 72]
         quote = before[-1:] if before[-1:] in (b'"', b"'") else b""
-        after = data[at + 8:at + 64]
-        if (not before.strip(b" \t\"'") and after.startswith(quote)
-                and re.match(_KEY_END, after[len(quote):])):
-            headers = re.findall(_HEADER, data[:line])
-            if headers and headers[-1].strip(b"\"'") == b"tool":
-                return True  # a key of [tool]
+        if quote:
+            before = before[:-1].rstrip(b" \t")
+        if after.startswith(quote):
+            after = after[len(quote):].lstrip(b" \t")
+            previous, following = before[-1:], after[:1]
+            if (not previous or previous[0] in _BEFORE_KEY) and following and (
+                    following[0] in _AFTER_KEY or (following == b"]" and previous == b".")):
+                return True
         at = data.find(b"cudalint", at + 8)
     return False
 
