@@ -201,7 +201,7 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
     path = explicit
     if not path.is_file():
         raise ConfigError(f"{path}: no such configuration file")
-    document = _parsed(path, _read_bytes(path))
+    document = read_document(path)
     tool = document.get("tool")
     table = tool.get("cudalint", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
@@ -251,6 +251,13 @@ def _read_bytes(path: Path) -> bytes:
         raise ConfigError(f"{path}: {error}") from None
 
 
+def read_document(path: Path, word: bytes = b"") -> dict[str, Any]:
+    """The TOML document in `path`, a regular file of at most MAX_CONFIG_SIZE, or {} where its
+    bytes do not hold `word` (not parsed); ConfigError where it cannot be read or parsed."""
+    data = _read_bytes(path)
+    return _parsed(path, data) if word in data else {}
+
+
 def _parsed(path: Path, data: bytes) -> dict[str, Any]:
     tomllib = toml()
     try:
@@ -261,6 +268,8 @@ def _parsed(path: Path, data: bytes) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML: {error}") from error
     except RecursionError:
         raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
+    except ValueError as error:  # a whole number of more digits than int() takes
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
     return document
 
 
@@ -317,6 +326,14 @@ def _validate(config: Config, path: Path) -> None:
             raise ConfigError(f"{where} {name} must be at most {_MAX_BYTES} bytes (1 PiB)")
     if config.max_memory < _MIN_MEMORY:
         raise ConfigError(f"{where} max-memory must be at least {_MIN_MEMORY} bytes (64 MiB)")
+    if config.exclude_kinds:
+        from cudalint.kinds import FileKind
+
+        kinds = {kind.value for kind in FileKind}
+        unknown = next((k for k in config.exclude_kinds if k.lower() not in kinds), None)
+        if unknown is not None:
+            raise ConfigError(f"{where} exclude-kinds: {unknown!r} is not a kind of file ("
+                              + ", ".join(sorted(kinds)) + ")")
     if config.fail_on not in FAIL_ON:
         raise ConfigError(f"{where} fail-on: {config.fail_on!r} is not one of "
                           + ", ".join(map(repr, FAIL_ON)))
