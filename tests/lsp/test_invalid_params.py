@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.lsp.client import Client
+from tests.lsp.client import Client, running
 
 INVALID_PARAMS = -32602
 INVALID_REQUEST = -32600
@@ -19,13 +19,8 @@ WAIT = 30.0  # for an answer that comes at once; a server that stays silent fail
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Client]:
-    with (tmp_path / "server.log").open("wb") as log:
-        client = Client(tmp_path, log)
-        try:
-            client.initialize(tmp_path)
-            yield client
-        finally:
-            client.kill()
+    with running(tmp_path, tmp_path / "server.log") as client:
+        yield client
 
 
 def _answer(server: Client, method: str, params: Any) -> dict[str, Any]:

@@ -10,14 +10,18 @@ from cudalint import files
 from cudalint.config import DEFAULT_MAX_FILE_SIZE
 from cudalint.files import ReadError, readable
 
-__all__ = ["MAX_BINARY_SIZE", "ReadError", "read_regular", "read_text", "require_memory",
-           "too_large"]
+__all__ = ["MAX_BINARY_SIZE", "MOST_MEMORY_PER_SOURCE_BYTE", "ReadError", "read_regular",
+           "read_text", "require_memory", "too_large"]
 
 # Shared libraries are read for their ELF headers only; CUDA builds run to hundreds of MB.
 MAX_BINARY_SIZE = 1024 * 1024 * 1024
 # LibCST takes about 0.7 GB per MB of typical Python (measured up to 1.9 GB per MB of dense
 # one-line statements, 0.3 GB per MB of docstring-heavy code).
 MEMORY_PER_SOURCE_BYTE = 700
+# The most a check or a fix was measured to take, per byte (dense one-line statements; a fix
+# of a 4 MB file took 6.6 GB): a file that may need more than max-memory at this rate is
+# checked in a worker process capped at max-memory (engine.running.runner.check_all).
+MOST_MEMORY_PER_SOURCE_BYTE = 2000
 
 
 def read_regular(path: Path, limit: int) -> bytes:
