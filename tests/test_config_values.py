@@ -152,7 +152,8 @@ ODD_VALUES = {
     "per-file-ignores-list": ('per-file-ignores = ["a"]', "per-file-ignores must be a table"),
     "per-file-ignores-nested": ('per-file-ignores = {"*" = [["CUD1"]]}',
                                 "must be a list of strings"),
-    "max-memory-digits": ("max-memory = " + "9" * 5000, "invalid TOML: Exceeds the limit"),
+    "max-memory-digits": ("max-memory = " + "9" * 5000,
+                          "invalid TOML: line 2: max-memory: a number of more than 4300 digits"),
     "exclude-kinds-unknown": ('exclude-kinds = ["pyhton"]',
                               "exclude-kinds: 'pyhton' is not a kind of file"),
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -269,8 +270,20 @@ def _parsed(path: Path, data: bytes) -> dict[str, Any]:
     except RecursionError:
         raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
     except ValueError as error:  # a whole number of more digits than int() takes
-        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+        raise ConfigError(f"{path}: invalid TOML: {_too_long_number(data) or error}") from None
     return document
+
+
+def _too_long_number(data: bytes) -> str | None:
+    """Where `data` holds a run of digits longer than int() converts, and its key."""
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+    found = re.search(rb"[0-9_]{%d,}" % (limit + 1), data)
+    if found is None:
+        return None
+    start = data.rfind(b"\n", 0, found.start()) + 1
+    key = data[start:found.start()].partition(b"=")[0].strip().decode("utf-8", "replace")
+    row = data.count(b"\n", 0, found.start()) + 1
+    return f"line {row}: {key or 'a value'}: a number of more than {limit} digits"
 
 
 # Tables of [tool.cudalint] that a subcommand reads and checks itself ([tool.cudalint.smoke]:
