@@ -58,6 +58,13 @@ SPELLINGS = {
     "spaces": '[ tool.cudalint ]\nextend-exclude = ["vendored"]\n',
     "quoted": '[tool."cudalint"]\nextend-exclude = ["vendored"]\n',
     "quoted-both": "['tool' . 'cudalint']\nextend-exclude = [\"vendored\"]\n",
+    "crlf-dotted-keys": '[tool]\r\ncudalint.extend-exclude = ["vendored"]\r\n',
+    "after-a-multiline-array": ('[tool]\nother = [\n[1],\n[2]\n]\n'
+                                'cudalint.extend-exclude = ["vendored"]\n'),
+    "after-a-multiline-string": ('[tool]\nother = """\n[project]\n"""\n'
+                                 'cudalint.extend-exclude = ["vendored"]\n'),
+    "inline-after-a-multiline-array": ('tool = { other = [\n1], cudalint = { extend-exclude = '
+                                       '["vendored"] } }\n'),
 }
 
 
@@ -70,6 +77,9 @@ def test_every_spelling_of_the_table_is_read(chdir_tmp, capsys, text):
     assert main(["check", "--no-cache", "--output-format", "concise", "."]) == 1
     out = capsys.readouterr().out
     assert "train.py" in out and "vendored" not in out, out
+    main(["check", "--no-cache", "--fix", "."])
+    assert (chdir_tmp / "vendored" / "lib.py").read_text() == CUDA_SCRIPT
+    assert (chdir_tmp / "train.py").read_text() != CUDA_SCRIPT
 
 
 def test_the_word_in_a_string_or_a_comment_is_no_table(chdir_tmp, capsys):
@@ -83,12 +93,14 @@ def test_the_word_in_a_string_or_a_comment_is_no_table(chdir_tmp, capsys):
 
 @pytest.mark.parametrize("text", [
     '[project]\nname = "p"\n',
-    '[project]\nname = "cudalint"\ndependencies = ["cudalint>=0.2", "torch"]\n'
-    '[project.scripts]\ncudalint = "cudalint.cli:main"\n[tool.other]\ncudalint = 1\n',
-], ids=["without-the-word", "the-word-elsewhere"])
+    '[project]\nname = "cudalint-demo"\ndependencies = ["cudalint>=0.2", "torch"]\n'
+    '[project.optional-dependencies]\ndev = ["pytest", "cudalint"]\nlint = [\n  "cudalint",\n]\n'
+    '[project.scripts]\nlint = "cudalint.cli:main"\n# see [tool.ruff], not tool . cudalint\n',
+], ids=["without-the-word", "the-word-as-a-dependency"])
 def test_a_pyproject_without_the_table_is_not_parsed(chdir_tmp, text):
-    """Start-up: a pyproject.toml that names cudalint only as a dependency or a script (or
-    not at all) costs no TOML import."""
+    """Start-up: a pyproject.toml that names cudalint only as a dependency or a script's value
+    (or not at all) costs no TOML import. (Where `cudalint` could be a key, as a script's
+    name or a key of another tool's table, the file is parsed: the parser decides.)"""
     import subprocess
     import sys
 
@@ -140,6 +152,10 @@ ODD_VALUES = {
     "per-file-ignores-list": ('per-file-ignores = ["a"]', "per-file-ignores must be a table"),
     "per-file-ignores-nested": ('per-file-ignores = {"*" = [["CUD1"]]}',
                                 "must be a list of strings"),
+    "max-memory-digits": ("max-memory = " + "9" * 5000,
+                          "invalid TOML: line 2: max-memory: a number of more than 4300 digits"),
+    "exclude-kinds-unknown": ('exclude-kinds = ["pyhton"]',
+                              "exclude-kinds: 'pyhton' is not a kind of file"),
 }
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cudalint.data import toml
+from cudalint.files import ReadError, TooLarge, read_regular
 from cudalint.record import Record
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
@@ -200,7 +202,7 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
     path = explicit
     if not path.is_file():
         raise ConfigError(f"{path}: no such configuration file")
-    document = _parsed(path, _read_bytes(path))
+    document = read_document(path)
     tool = document.get("tool")
     table = tool.get("cudalint", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
@@ -210,48 +212,51 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
     return _from_table(table, path)
 
 
-# Where a TOML text can name the `tool.cudalint` table: after `tool.` (a header, a dotted
-# key), in `tool = {...}` (TOML 1.0's inline tables are one line), or as a key at the start of
-# a line, which counts in `[tool]` only; a text naming cudalint elsewhere only (a dependency,
-# a script's name) is not parsed.
-_AFTER_TOOL = rb"""tool["']?[ \t]*(?:\.[ \t]*|=[ \t]*\{(?:[^\n]*?,)?[ \t]*)["']?$"""
-_KEY_END = rb"""[ \t]*[.=]"""
-# A table's header: at the start of its line (an array's element on a line of its own is
-# indented, as TOML is written).
-_HEADER = rb"""(?m)^\[\[?[ \t]*([^\[\]\n]*?)[ \t]*\]\]?[ \t]*(?:#[^\n]*)?$"""
+# Where the bytes `cudalint` can be a key of a TOML text (bare or quoted): after the start of a
+# line, `{` or `,` (a key, an inline table's key) or `.` (a dotted key, a header's part), and
+# before `.` or `=`, or `]` after a `.` (a header's last part); spaces and tabs around. Every
+# spelling of the `tool.cudalint` table has one: a text with none (`"cudalint>=0.2"` in a list
+# of dependencies, a script's value) is not parsed.
+_BEFORE_KEY = frozenset(b".\n{,")
+_AFTER_KEY = frozenset(b".=")
 
 
 def _may_name_the_table(data: bytes) -> bool:
-    """Whether `data` may hold the table, by the text around each `cudalint` in it: a cheap
-    test that spares a run the TOML parser for a pyproject.toml naming cudalint elsewhere."""
+    """Whether `data` may hold the table: a cheap test that spares a run the TOML parser for a
+    pyproject.toml naming cudalint only as a dependency or a value. It never says no to a
+    text that holds the table, in any spelling TOML allows (the parser decides)."""
     at = data.find(b"cudalint")
     while at >= 0:
-        line = data.rfind(b"\n", 0, at) + 1
-        before = data[line:at]
-        if b"tool" in before and re.search(_AFTER_TOOL, before):
-            return True  # after `tool.` or in `tool = {...}`
+        before, after = data[:at].rstrip(b" \t"), data[at + 8:at + 72]
         quote = before[-1:] if before[-1:] in (b'"', b"'") else b""
-        after = data[at + 8:at + 64]
-        if (not before.strip(b" \t\"'") and after.startswith(quote)
-                and re.match(_KEY_END, after[len(quote):])):
-            headers = re.findall(_HEADER, data[:line])
-            if headers and headers[-1].strip(b"\"'") == b"tool":
-                return True  # a key of [tool]
+        if quote:
+            before = before[:-1].rstrip(b" \t")
+        if after.startswith(quote):
+            after = after[len(quote):].lstrip(b" \t")
+            previous, following = before[-1:], after[:1]
+            if (not previous or previous[0] in _BEFORE_KEY) and following and (
+                    following[0] in _AFTER_KEY or (following == b"]" and previous == b".")):
+                return True
         at = data.find(b"cudalint", at + 8)
     return False
 
 
 def _read_bytes(path: Path) -> bytes:
-    """The file's bytes, read up to MAX_CONFIG_SIZE: a larger file is an error."""
+    """The file's bytes, a regular file of at most MAX_CONFIG_SIZE: else an error."""
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_CONFIG_SIZE + 1)
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read: {error}") from error
-    if len(data) > MAX_CONFIG_SIZE:
+        return read_regular(path, MAX_CONFIG_SIZE)
+    except TooLarge:
         raise ConfigError(f"{path}: larger than {MAX_CONFIG_SIZE // 1024 // 1024} MiB, the most "
-                          "a configuration file may hold; not read")
-    return data
+                          "a configuration file may hold; not read") from None
+    except ReadError as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def read_document(path: Path, word: bytes = b"") -> dict[str, Any]:
+    """The TOML document in `path`, a regular file of at most MAX_CONFIG_SIZE, or {} where its
+    bytes do not hold `word` (not parsed); ConfigError where it cannot be read or parsed."""
+    data = _read_bytes(path)
+    return _parsed(path, data) if word in data else {}
 
 
 def _parsed(path: Path, data: bytes) -> dict[str, Any]:
@@ -264,7 +269,21 @@ def _parsed(path: Path, data: bytes) -> dict[str, Any]:
         raise ConfigError(f"{path}: invalid TOML: {error}") from error
     except RecursionError:
         raise ConfigError(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
+    except ValueError as error:  # a whole number of more digits than int() takes
+        raise ConfigError(f"{path}: invalid TOML: {_too_long_number(data) or error}") from None
     return document
+
+
+def _too_long_number(data: bytes) -> str | None:
+    """Where `data` holds a run of digits longer than int() converts, and its key."""
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+    found = re.search(rb"[0-9_]{%d,}" % (limit + 1), data)
+    if found is None:
+        return None
+    start = data.rfind(b"\n", 0, found.start()) + 1
+    key = data[start:found.start()].partition(b"=")[0].strip().decode("utf-8", "replace")
+    row = data.count(b"\n", 0, found.start()) + 1
+    return f"line {row}: {key or 'a value'}: a number of more than {limit} digits"
 
 
 # Tables of [tool.cudalint] that a subcommand reads and checks itself ([tool.cudalint.smoke]:
@@ -320,6 +339,14 @@ def _validate(config: Config, path: Path) -> None:
             raise ConfigError(f"{where} {name} must be at most {_MAX_BYTES} bytes (1 PiB)")
     if config.max_memory < _MIN_MEMORY:
         raise ConfigError(f"{where} max-memory must be at least {_MIN_MEMORY} bytes (64 MiB)")
+    if config.exclude_kinds:
+        from cudalint.kinds import FileKind
+
+        kinds = {kind.value for kind in FileKind}
+        unknown = next((k for k in config.exclude_kinds if k.lower() not in kinds), None)
+        if unknown is not None:
+            raise ConfigError(f"{where} exclude-kinds: {unknown!r} is not a kind of file ("
+                              + ", ".join(sorted(kinds)) + ")")
     if config.fail_on not in FAIL_ON:
         raise ConfigError(f"{where} fail-on: {config.fail_on!r} is not one of "
                           + ", ".join(map(repr, FAIL_ON)))

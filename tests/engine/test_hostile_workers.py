@@ -5,7 +5,6 @@ middle of a real multi-process `--fix` leaves every file whole and no process be
 from __future__ import annotations
 
 import ctypes
-import faulthandler
 import os
 import signal
 import subprocess
@@ -22,17 +21,6 @@ from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
 SOURCE = str(Path(__file__).parents[2] / "src")
 # Two worker processes need 16 files each (runner.pool_size).
 FILES = 40
-
-
-@pytest.fixture
-def quiet_crashes():
-    """pytest's faulthandler, which workers inherit, would print the stack of each that
-    crashes."""
-    enabled = faulthandler.is_enabled()
-    faulthandler.disable()
-    yield
-    if enabled:
-        faulthandler.enable(sys.__stderr__)
 
 
 def _tree(root: Path, bad: str = "f20_bad.py") -> tuple[Path, list[Path]]:

@@ -3,13 +3,14 @@ hangs fails the test (TimeoutError) instead of hanging the run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -235,3 +236,16 @@ def long_file(lines: int = 1200) -> str:
     )
     head = "import logging\n\nlogger = logging.getLogger(__name__)\n"
     return head + "".join(block.format(i=i) for i in range(lines // 6))
+
+
+@contextlib.contextmanager
+def running(root: Path, log: Path, args: Sequence[str] = ()) -> Iterator[Client]:
+    """The server `cudalint lsp ARGS`, initialized on `root`, its stderr in `log`; killed at
+    the end."""
+    with log.open("wb") as stream:
+        client = Client(root, stream, args)
+        try:
+            client.initialize(root)
+            yield client
+        finally:
+            client.kill()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from cudalint import __version__
@@ -20,12 +23,38 @@ from cudalint.lsp.positions import end_of, overlaps, split_lines
 logger = logging.getLogger(__name__)
 
 
+class Protocol(LanguageServerProtocol):
+    """pygls's protocol, but a request whose params do not fit its method is answered with a
+    JSON-RPC error (InvalidParams): pygls logs it and answers nothing, and the client waits
+    for that answer forever."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            ident = data.get("id")
+            if "method" in data and isinstance(ident, (int, str)) and not isinstance(ident, bool):
+                self._send_response(ident, None, error.to_response_error())
+            raise  # pygls's loop logs it and reads the next message
+
+    def handle_message(self, message: Any) -> None:
+        """A request after `shutdown` is answered with InvalidRequest, as LSP asks (pygls
+        drops it, unanswered)."""
+        ident = getattr(message, "id", None)
+        if (self._shutdown and ident is not None
+                and getattr(message, "method", types.EXIT) != types.EXIT):
+            self._send_response(ident, None, JsonRpcInvalidRequest(
+                "the server is shutting down").to_response_error())
+            return
+        super().handle_message(message)
+
+
 class Server(LanguageServer):
     """The language server and its linter; `clean_exit` after `shutdown`, as LSP asks."""
 
     def __init__(self, debounce: float) -> None:
         super().__init__("cudalint", __version__, converter_factory=published.converter,
-                         notebook_document_sync=notebooks.SYNC)
+                         notebook_document_sync=notebooks.SYNC, protocol_cls=Protocol)
         self.linter = Linter(self, debounce)
         self.clean_exit = False
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cudalint.files import ReadError, read_regular
 from cudalint.runtime.smoke import identity
 
 # What a failed smoke check means for the decision, in the guides' words.
@@ -35,6 +36,9 @@ CHECK_MEANING = {
 }
 
 
+# A smoke report is read up to this size (its output tail is cut at 2,000 characters): a larger
+# file, or one that is no regular file (a FIFO, a device), is no smoke report.
+MAX_REPORT_SIZE = 16 * 1024 * 1024
 PROTOCOL_CHECKS = ("batch-ramp", "interrupted")
 
 # How the compare check names a saved reference: "the reference (cuda (NVIDIA H200), torch
@@ -197,9 +201,9 @@ def load_run(path: Path, root: Path | None = None) -> SmokeRun:
     """A `cudalint smoke --json` report, compared with the project at `root` when given;
     ValueError (identity.NotASmokeReport, one line) when the file is not one."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        reason = getattr(error, "strerror", None) or str(error).splitlines()[0]
+        data = json.loads(read_regular(path, MAX_REPORT_SIZE).decode("utf-8"))
+    except (ReadError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        reason = str(error).splitlines()[0]
         raise identity.NotASmokeReport(f"{path}: not a smoke report: {reason}") from error
     data = identity.validate(data, str(path))
     stale = tuple(identity.matches(data, root)) if root is not None else ()

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
+from cudalint.config import DEFAULT_MAX_FILE_SIZE
+from cudalint.files import read_text
 from cudalint.finding import Finding
 
 # Families about the environment around the code, wherever they are found.
@@ -53,23 +55,22 @@ def classify(finding: Finding) -> PathClass:
 
 
 def _launches_distributed(path: Path) -> bool:
-    return bool(_LAUNCHERS.search(_read(path)))
+    return bool(_LAUNCHERS.search(read_source(path)))
 
 
 def _in_distributed_branch(path: Path, row: int) -> bool:
     return any(start <= row <= end for start, end in distributed_ranges(path))
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
+def read_source(path: Path) -> str:
+    """The file's text, read as `check` reads a file: a regular file within the size limit
+    (never a FIFO or a device named like a source); "" for any other."""
+    return read_text(path, DEFAULT_MAX_FILE_SIZE) or ""
 
 
 def distributed_ranges(path: Path) -> tuple[tuple[int, int], ...]:
     """The line ranges of `path` that only a distributed run executes."""
-    return _ranges_in(_read(path))
+    return _ranges_in(read_source(path))
 
 
 @lru_cache(maxsize=256)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cudalint import __version__
+from cudalint.report.paths import read_source
 from cudalint.runtime.smoke import identity
 
 # Files that declare what a project installs; a pyproject.toml, setup.py or setup.cfg counts
@@ -87,7 +88,7 @@ def dependency_files(root: Path) -> tuple[str, ...]:
              if path.is_file()}
     for name, declares in _DECLARES.items():
         path = root / name
-        if path.is_file() and declares.search(_read(path)):
+        if path.is_file() and declares.search(read_source(path)):
             found.add(path)
     return tuple(sorted(path.relative_to(root).as_posix() for path in found))
 
@@ -100,7 +101,7 @@ def smoke_targets(root: Path) -> dict[str, set[str]]:
                     if path.is_file() and not _SKIPPED & set(path.parts)})
     for path in files:
         try:
-            tree = ast.parse(_read(path))
+            tree = ast.parse(read_source(path))
         except (SyntaxError, ValueError):
             continue
         for node in tree.body:
@@ -116,8 +117,3 @@ def references(root: Path) -> tuple[str, ...]:
                         if not _SKIPPED & set(path.relative_to(root).parts)))
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""

@@ -270,3 +270,38 @@ def test_without_torch_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stderr == TORCH_MISSING + "\n"
     assert result.stdout == ""
+
+
+# An output smoke cannot compare is the target's problem: a failed run, exit 1, one clear line,
+# never an internal error of the harness (exit 2) (issue 31, item 16).
+UNCOMPARABLE = {
+    "holds_itself": "output self is a dict that holds itself (a reference cycle)",
+    "nested_deeply": "output value is nested too deeply to compare",
+    "unprintable_key": "output value could not be read: RuntimeError: this key cannot be "
+                       "printed",
+}
+
+
+@pytest.mark.parametrize(("function", "detail"), list(UNCOMPARABLE.items()),
+                         ids=list(UNCOMPARABLE))
+def test_an_output_that_cannot_be_compared_fails_the_run(smoke, function: str,
+                                                         detail: str) -> None:
+    code, report, _, err = smoke(target(f"odd_output.py:{function}"))
+    assert code == 1, err
+    assert check(report, "run")["detail"].startswith(detail)
+    assert check(report, "compare")["detail"] == "the output can't be compared"
+    assert "internal error" not in err
+
+
+def test_a_self_referencing_output_fails_the_isolated_run_too(capsys) -> None:
+    code = main([target("odd_output.py:holds_itself")])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "FAIL     run          output self is a dict that holds itself" in out
+    assert "internal error" not in err and "verdict: fail" in out
+
+
+def test_the_same_tensor_twice_is_no_cycle(smoke) -> None:
+    code, report, _, _ = smoke(target("odd_output.py:shares_a_tensor"))
+    assert code == 0
+    assert check(report, "run")["status"] == "pass"

@@ -176,7 +176,14 @@ def test_the_pyproject_tolerance_is_used_and_recorded(project: Path, smoke,
     ("[tool.cudalint.smoke]\nrtl = 1e-3\n", "unknown key 'rtl'"),
     ("[tool.cudalint.smoke.outputs.loss]\natol = -1\n", "outputs.loss]: atol must be"),
     ("[tool.cudalint.smoke]\noutputs = 3\n", "outputs must be a table"),
-])
+    # issue 31, items 14 and 17: a number beyond any float, digits past int()'s limit, nesting
+    ("[tool.cudalint.smoke]\nrtol = 1" + "0" * 400 + "\n", "rtol must be a number from 0 up"),
+    ("[tool.cudalint.smoke]\natol = " + "9" * 5000 + "\n",
+     "invalid TOML: line 5: atol: a number of more than 4300 digits"),
+    ("[tool.cudalint.smoke]\nrtol = " + "[" * 5000 + "]" * 5000 + "\n",
+     "invalid TOML: arrays or tables nested too deeply"),
+], ids=["rtol-text", "unknown-key", "negative-atol", "outputs-number", "rtol-huge",
+        "atol-digits", "rtol-deep"])
 def test_a_bad_smoke_table_is_a_one_line_error(project: Path, capsys, table: str,
                                                message: str) -> None:
     (project / "pyproject.toml").write_text(PYPROJECT + table)
@@ -211,3 +218,20 @@ def test_stamp_without_a_run() -> None:
                                                     "environment", "checks"}
     assert fields["files"] == {Path(__file__).name: _sha256(Path(__file__))}
     assert fields["date"].endswith("+00:00")
+
+
+def test_a_huge_pyproject_is_one_line_and_never_read_whole(project: Path, capsys) -> None:
+    """The smoke table is read as every configuration file is: within a size limit (issue 31,
+    item 14): a sparse gigabyte costs no memory and is one line, exit 2."""
+    import resource
+
+    big = project / "pyproject.toml"
+    with big.open("wb") as file:
+        file.write(b"[tool.cudalint.smoke]\nrtol = 1e-4\n")
+        file.truncate(1 << 30)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert main([f"{project / 'smoke_target.py'}:step"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cudalint smoke: error: ") and err.count("\n") == 1, err
+    assert str(big) in err and "larger than 1 MiB" in err
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # kB

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +95,58 @@ def test_harness_errors_in_the_child_are_one_line(capsys) -> None:
     assert code == 2
     assert err.startswith("cudalint smoke: error: ") and "has no function 'nope'" in err
     assert err.count("\n") == 1
+
+
+# Processes a target leaves behind (issue 31, item 13): smoke waits for the target's process,
+# never for them, and kills them, in its group or out of it (a daemon in a session of its own).
+LEFT_LIFETIME = 400  # targets/leaves_behind.py: how long each would live, unkilled
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie (killed, waiting to be reaped by whoever adopted it)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as file:
+            return file.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+def _left_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys,
+                 function: str, timeout: str) -> tuple[int, str, float, list[int]]:
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("SMOKE_TEST_PIDS", str(pids))
+    started = time.monotonic()
+    code, out, _ = _isolated(capsys, target(f"leaves_behind.py:{function}"), "--timeout",
+                             timeout)
+    elapsed = time.monotonic() - started
+    left = [int(line) for line in pids.read_text().split()]
+    deadline = time.monotonic() + 30  # SIGKILL is delivered asynchronously
+    while not all(map(_gone, left)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:  # never leave one running, whatever the test found
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return code, out, elapsed, [pid for pid in left if not _gone(pid)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux's /proc")
+@pytest.mark.parametrize("function", ["returns", "forks"])
+def test_a_target_that_leaves_processes_is_not_waited_for(tmp_path, monkeypatch, capsys,
+                                                            function: str) -> None:
+    """The run ends when the target's process does: a daemon or a fork it leaves, holding its
+    output open, neither keeps smoke waiting until the timeout (60 s: some ten times what the
+    run takes) nor outlives it."""
+    code, out, elapsed, alive = _left_behind(tmp_path, monkeypatch, capsys, function, "60")
+    assert code == 0 and "verdict: pass" in out, out
+    assert elapsed < 60
+    assert alive == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux's /proc")
+def test_the_timeout_also_ends_a_daemon_out_of_the_targets_group(tmp_path, monkeypatch,
+                                                                    capsys) -> None:
+    code, out, elapsed, alive = _left_behind(tmp_path, monkeypatch, capsys, "hangs", "5")
+    assert code == 1
+    assert "Timeout: the target did not finish within 5 s (--timeout)" in out
+    assert elapsed < LEFT_LIFETIME / 4
+    assert alive == []

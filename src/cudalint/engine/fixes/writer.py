@@ -25,6 +25,7 @@ import fcntl
 import os
 import signal
 import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -61,6 +62,9 @@ def _require_writable(path: Path, info: os.stat_result) -> None:
         raise WriteError("not written: a symbolic link (fix the file it points to)")
     if not stat.S_ISREG(info.st_mode):
         raise WriteError("not written: not a regular file")
+    locked = _locked_by_flags(path, info)
+    if locked:
+        raise WriteError(f"not written: the file is {locked}")
     mode = stat.S_IMODE(info.st_mode)
     # Root may write anything; a file nobody may write is still left alone.
     if not mode & 0o222 or not os.access(path, os.W_OK):
@@ -69,10 +73,54 @@ def _require_writable(path: Path, info: os.stat_result) -> None:
 
 
 def require_writable_folder(folder: Path) -> None:
-    """A folder whose mode gives nobody the write bit is read-only, even for root."""
-    mode = stat.S_IMODE(os.stat(folder).st_mode)
+    """A folder whose mode gives nobody the write bit is read-only, even for root; one marked
+    immutable or append-only takes no new file, nor a rename."""
+    info = os.stat(folder)
+    locked = _locked_by_flags(folder, info)
+    if locked:
+        raise WriteError(f"not written: its folder is {locked}")
+    mode = stat.S_IMODE(info.st_mode)
     if not mode & 0o222:
         raise WriteError(f"not written: its folder is read-only (mode {mode:04o})")
+
+
+# The inode flags that refuse a rewrite whatever the mode says, root included (chattr +i / +a
+# on Linux, chflags uchg / uappnd on the BSDs and macOS).
+_FS_IOC_GETFLAGS = 0x80086601  # <linux/fs.h>, _IOR('f', 1, long)
+_FS_IMMUTABLE_FL, _FS_APPEND_FL = 0x10, 0x20
+_IMMUTABLE = "immutable (chattr +i, chflags uchg)"
+_APPEND_ONLY = "append-only (chattr +a, chflags uappnd)"
+
+
+def _locked_by_flags(path: Path, info: os.stat_result) -> str | None:
+    """Why the file or folder's own flags refuse a rewrite (immutable, append-only), or None."""
+    bsd = getattr(info, "st_flags", 0)
+    if bsd:
+        if bsd & (stat.UF_IMMUTABLE | stat.SF_IMMUTABLE):
+            return _IMMUTABLE
+        return _APPEND_ONLY if bsd & (stat.UF_APPEND | stat.SF_APPEND) else None
+    flags = inode_flags(path)
+    if flags & _FS_IMMUTABLE_FL:
+        return _IMMUTABLE
+    return _APPEND_ONLY if flags & _FS_APPEND_FL else None
+
+
+def inode_flags(path: Path) -> int:
+    """The Linux inode flags of `path` (FS_IOC_GETFLAGS); 0 where the platform or the file
+    system keeps none."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return 0
+    try:
+        answer = fcntl.ioctl(descriptor, _FS_IOC_GETFLAGS, bytes(8))
+    except OSError:  # ENOTTY: a file system without flags
+        return 0
+    finally:
+        os.close(descriptor)
+    return int.from_bytes(answer[:4], sys.byteorder)  # the kernel writes an int
 
 
 def _replaceable(info: os.stat_result) -> bool:

@@ -1,51 +1,38 @@
-"""Reading a file to check: regular files only, within a size limit, never blocking.
-
-A FIFO named `x.py` would block `open()` forever and `/dev/zero` would fill the memory, so the
-file is examined before it is opened, opened non-blocking, and examined again once open (it may
-have been swapped in between). Reading stops one byte past the limit.
+"""Reading a file to check: regular files only, within a size limit, never blocking
+(cudalint.files), with the lines a run prints for a file it skips.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
+from cudalint import files
 from cudalint.config import DEFAULT_MAX_FILE_SIZE
+from cudalint.files import ReadError, readable
+
+__all__ = ["MAX_BINARY_SIZE", "MOST_MEMORY_PER_SOURCE_BYTE", "ReadError", "read_regular",
+           "read_text", "require_memory", "too_large"]
 
 # Shared libraries are read for their ELF headers only; CUDA builds run to hundreds of MB.
 MAX_BINARY_SIZE = 1024 * 1024 * 1024
 # LibCST takes about 0.7 GB per MB of typical Python (measured up to 1.9 GB per MB of dense
 # one-line statements, 0.3 GB per MB of docstring-heavy code).
 MEMORY_PER_SOURCE_BYTE = 700
-_CHUNK = 1024 * 1024
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-class ReadError(Exception):
-    """Why a file was not read, on one line."""
+# The most a check or a fix was measured to take, per byte (dense one-line statements; a fix
+# of a 4 MB file took 6.6 GB): a file that may need more than max-memory at this rate is
+# checked in a worker process capped at max-memory (engine.running.runner.check_all).
+MOST_MEMORY_PER_SOURCE_BYTE = 2000
 
 
 def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of `path`, a regular file of at most `limit` bytes; else ReadError."""
+    """The bytes of `path`, a regular file of at most `limit` bytes; else ReadError, with the
+    line a run prints for the file."""
     try:
-        _require_regular(os.stat(path), limit)
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:
-        raise ReadError(f"cannot read: {error.strerror or type(error).__name__}") from error
-    try:
-        _require_regular(os.fstat(descriptor), limit)
-        return _read_at_most(descriptor, limit)
-    except OSError as error:
-        raise ReadError(f"cannot read: {error.strerror or type(error).__name__}") from error
-    finally:
-        os.close(descriptor)
+        return files.read_regular(path, limit)
+    except files.NotRegular as error:
+        raise ReadError(f"{error}; skipped") from error
+    except files.TooLarge as error:
+        raise ReadError(too_large(error.size, limit)) from error
 
 
 def read_text(path: Path) -> str | None:
@@ -57,44 +44,13 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def _require_regular(info: os.stat_result, limit: int) -> None:
-    if not stat.S_ISREG(info.st_mode):
-        raise ReadError(f"not a regular file ({_kind(info.st_mode)}); skipped")
-    if info.st_size > limit:
-        raise ReadError(too_large(info.st_size, limit))
-
-
-def _read_at_most(descriptor: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size <= limit:
-        chunk = os.read(descriptor, min(_CHUNK, limit + 1 - size))
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-    raise ReadError(too_large(size, limit))  # it grew after it was examined
-
-
 def require_memory(size: int, budget: int) -> None:
     """ReadError where `size` bytes of Python predict more memory to check than `budget`."""
     needed = size * MEMORY_PER_SOURCE_BYTE
     if needed > budget:
-        raise ReadError(f"skipped: {_readable(size)} of Python needs about {_readable(needed)} "
-                        f"to check, more than max-memory ({_readable(budget)})")
+        raise ReadError(f"skipped: {readable(size)} of Python needs about {readable(needed)} "
+                        f"to check, more than max-memory ({readable(budget)})")
 
 
 def too_large(size: int, limit: int) -> str:
-    return f"skipped: {_readable(size)}, more than max-file-size ({_readable(limit)})"
-
-
-def _readable(size: int) -> str:
-    if size >= 1_000_000_000:
-        return f"{size / 1_000_000_000:.1f} GB"
-    if size >= 1_000_000:
-        return f"{size / 1_000_000:.1f} MB"
-    return f"{size / 1000:.0f} kB" if size >= 1000 else f"{size} bytes"
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a file")
+    return f"skipped: {readable(size)}, more than max-file-size ({readable(limit)})"

@@ -42,11 +42,13 @@ def run_all(
     progress: Callable[[int], None] | None = None,
     on_death: Callable[[Item, str], Result] | None = None,
     memory_limit: int | None = None,
+    isolate: bool = False,
 ) -> tuple[list[Result], bool]:
     """The results in the order of `items`, and whether Ctrl-C cut the run short (then the
     results are those of the items finished). `progress` is told how many are done. Without
-    `on_death`, a worker that dies ends the run with RuntimeError."""
-    if jobs < 2:
+    `on_death`, a worker that dies ends the run with RuntimeError. `isolate`: in a worker
+    process (capped at `memory_limit`) even for one job."""
+    if jobs < 2 and not isolate:
         return _run_here(function, items, progress)
     pool = _Pool(function, items, jobs, progress, on_death, memory_limit)
     with _sigint_noted(pool.interrupt):

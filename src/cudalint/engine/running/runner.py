@@ -13,7 +13,13 @@ from cudalint.engine.checkers.job import Checker, FileReport, Job, isolated
 from cudalint.engine.checkers.other import check_other
 from cudalint.engine.checkers.python import check_python
 from cudalint.engine.project import facts as project
-from cudalint.engine.reading.reader import MAX_BINARY_SIZE, ReadError, read_regular, require_memory
+from cudalint.engine.reading.reader import (
+    MAX_BINARY_SIZE,
+    MOST_MEMORY_PER_SOURCE_BYTE,
+    ReadError,
+    read_regular,
+    require_memory,
+)
 from cudalint.engine.running.cache import Cache, Snapshot, Status, Store, file_status
 from cudalint.engine.running.collector import HeldOff
 from cudalint.engine.running.discovery import discover
@@ -262,10 +268,15 @@ def check_all(tasks: Sequence[Task], jobs: int,
         return []
     from cudalint.engine.running import pool  # multiprocessing: only when a run checks files
 
-    function = _check_task if jobs < 2 else _check_in_worker
-    ordered = tasks if jobs < 2 else _largest_first(tasks)
-    reports, interrupted = pool.run_all(function, ordered, jobs, progress,
-                                        on_death=_died_on, memory_limit=memory_limit)
+    # A file that may need more than max-memory is checked in a worker capped at it, even in
+    # a run that would check in this process (which has the prediction only).
+    isolate = jobs < 2 and memory_limit is not None and any(
+        _size(task) * MOST_MEMORY_PER_SOURCE_BYTE > memory_limit for task in tasks)
+    in_workers = jobs >= 2 or isolate
+    function = _check_in_worker if in_workers else _check_task
+    ordered = _largest_first(tasks) if in_workers else tasks
+    reports, interrupted = pool.run_all(function, ordered, jobs, progress, on_death=_died_on,
+                                        memory_limit=memory_limit, isolate=isolate)
     if ordered is not tasks:
         reports.sort(key=lambda report: report.path)
     if interrupted:
@@ -276,13 +287,14 @@ def check_all(tasks: Sequence[Task], jobs: int,
 def _largest_first(tasks: Sequence[Task]) -> list[Task]:
     """The tasks, largest file first: the processes then end together, rather than one
     checking the largest file alone at the end (a file's cost grows with its size)."""
-    def size(task: Task) -> int:
-        try:
-            return os.stat(task[0]).st_size
-        except OSError:
-            return 0
+    return sorted(tasks, key=_size, reverse=True)
 
-    return sorted(tasks, key=size, reverse=True)
+
+def _size(task: Task) -> int:
+    try:
+        return os.stat(task[0]).st_size
+    except OSError:
+        return 0
 
 
 def _check_task(task: Task) -> FileReport:

@@ -17,6 +17,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from cudalint.config import MAX_CONFIG_SIZE
+from cudalint.files import ReadError, chunks, read_text
+
 SCHEMA = "cudalint-smoke/1"
 # The fields every smoke report of this schema carries, and their JSON types.
 REQUIRED: dict[str, type | tuple[type, ...]] = {
@@ -96,8 +99,11 @@ def file_hashes(root: Path, paths: Iterable[Path]) -> dict[str, str]:
     for path in paths:
         try:
             relative = path.resolve().relative_to(root)
-            hashes[relative.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
-        except (ValueError, OSError):
+            digest = hashlib.sha256()
+            for chunk in chunks(path):  # a regular file only: never a FIFO or a device
+                digest.update(chunk)
+            hashes[relative.as_posix()] = digest.hexdigest()
+        except (ValueError, OSError, ReadError):
             continue
     return dict(sorted(hashes.items()))
 
@@ -167,7 +173,4 @@ def _git(root: Path, *args: str) -> str | None:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    return read_text(path, MAX_CONFIG_SIZE)

@@ -13,7 +13,6 @@ from scratch and returns its state (a dict of state_dicts, tensors and numbers: 
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -100,19 +99,17 @@ def _to_cpu(value: Any) -> Any:
 def _resume(target: Target, device: torch.device, steps: int, checkpoint: Path,
             out: Path) -> str | None:
     """Run the resumed half in a fresh process; why it failed, or None."""
-    from cudalint.runtime.smoke.isolation import child_env
+    from cudalint.runtime.smoke.isolation import run_process
 
     command = [sys.executable, "-m", "cudalint.runtime.smoke.interrupt", target.spec.text,
                str(device), str(steps), str(checkpoint), str(out)]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, env=child_env(),
-                                timeout=RESUME_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    returncode, output = run_process(command, RESUME_TIMEOUT)
+    if returncode is None:
         return f"did not finish within {RESUME_TIMEOUT:g} s"
-    if result.returncode == 0 and out.is_file():
+    if returncode == 0 and out.is_file():
         return None
-    lines = (result.stdout + result.stderr).strip().splitlines()
-    return lines[-1] if lines else f"exited with status {result.returncode}"
+    lines = output.strip().splitlines()
+    return lines[-1] if lines else f"exited with status {returncode}"
 
 
 def resume_main(argv: list[str]) -> int:

@@ -1,16 +1,20 @@
 """Run the harness in a child process, so that nothing the target does takes the harness down:
-a hang (killed after `--timeout`), `sys.exit`, `os._exit(7)`, a segfault or a
+a hang (killed after `--timeout`, with every process it started, daemons and forks
+included), `sys.exit`, `os._exit(7)`, a segfault or a
 `KeyboardInterrupt` is a failed run with its cause in the report. What the target prints goes
 to stderr, never into the report (so `--json -` stays valid JSON)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,8 @@ import cudalint
 
 DEFAULT_TIMEOUT = 300.0
 WORKER_FLAG = "--worker-json"
+# The environment variable that marks every process of one isolated run (run_process).
+RUN_MARK = "CUDALINT_SMOKE_RUN"
 _TAIL_CHARS = 2000
 _CAUSES = {
     signal.SIGSEGV: "a segmentation fault, in native code (a C/C++ extension, a driver) or "
@@ -41,27 +47,104 @@ class ChildResult:
 
 
 def run_child(argv: list[str], timeout: float) -> ChildResult:
-    """Run `cudalint smoke ARGV` in a child (its own process group, so a timeout also ends the
-    DataLoader workers it started); the child writes its report to a file we read back."""
+    """Run `cudalint smoke ARGV` in a child; the child writes its report to a file we read
+    back. The timeout covers the child and everything it starts (run_process)."""
     with tempfile.TemporaryDirectory(prefix="cudalint-smoke-") as folder:
         path = Path(folder) / "report.json"
         command = [sys.executable, "-m", "cudalint.runtime.smoke", *argv, WORKER_FLAG, str(path)]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=child_env(),
-                                   start_new_session=True)
-        returncode: int | None
+        returncode, output = run_process(command, timeout, own_group=True)
+        return ChildResult(returncode, output, _read(path))
+
+
+def run_process(command: list[str], timeout: float, *,
+                own_group: bool = False) -> tuple[int | None, str]:
+    """Run `command` (with this cudalint importable) and wait for that process itself, at most
+    `timeout` s: its exit status (None: killed after the timeout) and what it printed, stdout
+    and stderr together.
+
+    What it prints goes to a file, not a pipe: a process it leaves behind (a daemon, a fork)
+    holding the pipe open would keep a read waiting long after it ended. `own_group`: it runs
+    in a process group and session of its own, marked in its environment (RUN_MARK), and when
+    it ends or is killed, so is whatever it left behind: its group (forks, DataLoader workers)
+    and every process carrying its mark (a daemon that left the group with setsid)."""
+    env = child_env()
+    mark = None
+    if own_group:
+        mark = env[RUN_MARK] = uuid.uuid4().hex
+    with tempfile.TemporaryFile() as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=env,
+                                   start_new_session=own_group)
         try:
-            output, _ = process.communicate(timeout=timeout)
-            returncode = process.returncode
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            output, _ = process.communicate()
-            returncode = None
+            ended = _ended(process, timeout)
         except BaseException:  # KeyboardInterrupt: the user stopped us; stop the child too
-            _kill(process)
-            process.wait()
+            _end(process, mark)
             raise
-        return ChildResult(returncode, output.decode("utf-8", errors="replace"), _read(path))
+        _end(process, mark)
+        sink.seek(0)
+        output = sink.read().decode("utf-8", errors="replace")
+    return (process.returncode if ended else None), output
+
+
+def _ended(process: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Whether `process` ended within `timeout` s. Where the platform can, it is left unreaped
+    (a zombie), so that no other process can take its process group's id before _end kills
+    the group."""
+    if not hasattr(os, "waitid"):  # pragma: no cover (macOS)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, 0.05)
+    return True
+
+
+def _end(process: subprocess.Popen[bytes], mark: str | None) -> None:
+    """Kill `process` and, with its `mark`, its group and every process carrying the mark;
+    then reap it."""
+    if mark is None:
+        if process.poll() is None:
+            process.kill()
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()  # a leader that left its own group
+        _kill_marked(f"{RUN_MARK}={mark}".encode())
+    process.wait()
+
+
+def _kill_marked(entry: bytes, passes: int = 10) -> None:
+    """SIGKILL every process (of ours) whose environment holds `entry` (Linux's /proc), until
+    a pass finds none: one started meanwhile by a process being killed is found next pass."""
+    for _ in range(passes):
+        try:
+            pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:
+            return
+        found = False
+        for pid in pids:
+            if pid == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as file:
+                    environ = file.read()
+            except OSError:  # gone, or not ours
+                continue
+            if entry in environ.split(b"\0"):
+                found = True
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        if not found:
+            return
 
 
 def child_env() -> dict[str, str]:
@@ -71,13 +154,6 @@ def child_env() -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (root, env.get("PYTHONPATH"))))
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a segfault prints where it happened
     return env
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -105,21 +104,21 @@ def _listing(folder: Path) -> dict[str, int]:
 
 
 def _child(mode: str, target: Target, device: torch.device, total: int, extra: str,
-           checkpoints: Path, out: Path) -> subprocess.CompletedProcess[str] | str:
-    from cudalint.runtime.smoke.isolation import child_env
+           checkpoints: Path, out: Path) -> tuple[int, str] | str:
+    """(exit status, output) of the child, or why it did not finish."""
+    from cudalint.runtime.smoke.isolation import run_process
 
     command = [sys.executable, "-m", "cudalint.runtime.smoke.kill", mode, target.spec.text,
                str(device), str(total), extra, str(checkpoints), str(out)]
-    try:
-        return subprocess.run(command, capture_output=True, text=True, env=child_env(),
-                              timeout=CHILD_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
+    returncode, output = run_process(command, CHILD_TIMEOUT)
+    if returncode is None:
         return f"did not finish within {CHILD_TIMEOUT:g} s"
+    return returncode, output
 
 
-def _last_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = (result.stdout + result.stderr).strip().splitlines()
-    return lines[-1] if lines else f"exited with status {result.returncode}"
+def _last_line(result: tuple[int, str]) -> str:
+    lines = result[1].strip().splitlines()
+    return lines[-1] if lines else f"exited with status {result[0]}"
 
 
 def _killed_run(target: Target, device: torch.device, total: int, steps: int,
@@ -129,9 +128,9 @@ def _killed_run(target: Target, device: torch.device, total: int, steps: int,
         return f"the run to be killed {result}"
     note = out.with_suffix(".kill")
     facts["killed_at"] = note.read_text(encoding="utf-8") if note.is_file() else None
-    if result.returncode == -signal.SIGKILL and facts["killed_at"]:
+    if result[0] == -signal.SIGKILL and facts["killed_at"]:
         return None
-    if result.returncode == 0:
+    if result[0] == 0:
         return (f"the target returned after fewer than {steps + 1} optimizer steps, before it "
                 f"could be killed (--kill-after counts `optimizer.step()` calls)")
     return f"the run to be killed failed before step {steps + 1}: {_last_line(result)}"
@@ -150,7 +149,7 @@ def _resumed_run(target: Target, device: torch.device, total: int, checkpoints: 
         size = facts["after_kill"].get(name)
         return (f"checkpoint {name} ({size} bytes) is partial or corrupt after the kill "
                 f"{facts['killed_at']}: {error}; the save is not atomic: {_ATOMIC}")
-    if result.returncode != 0:
+    if result[0] != 0:
         return f"the restarted run: {_last_line(result)}"
     if not loaded:
         return (f"the restarted run loaded no checkpoint from checkpoint_dir (it holds "

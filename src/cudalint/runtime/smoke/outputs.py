@@ -33,13 +33,16 @@ class Leaf:
         return "str" if isinstance(self.value, str) else "tensor"
 
 
+_COMPARED = ("smoke compares tensors, numbers, strings, None, nn.Module, paths of files the "
+             "target wrote and dicts, lists and tuples of them")
+
+
 class UnsupportedOutput(TypeError):
-    def __init__(self, path: str, value: object) -> None:
-        super().__init__(
-            f"output {path or 'value'} is a {type(value).__name__}; smoke compares tensors, "
-            "numbers, strings, None, nn.Module, paths of files the target wrote and dicts, "
-            "lists and tuples of them"
-        )
+    """An output smoke cannot compare: the target's problem (a failed run), not the harness's."""
+
+    def __init__(self, path: str, value: object, why: str | None = None) -> None:
+        super().__init__(f"output {path or 'value'} "
+                         f"{why or f'is a {type(value).__name__}'}; {_COMPARED}")
 
 
 class UnreadableFile(UnsupportedOutput):
@@ -53,9 +56,20 @@ class UnreadableFile(UnsupportedOutput):
 def flatten(output: Any, files: list[Artefact] | None = None) -> list[Leaf]:
     """Every leaf of `output`, tensors detached and copied to CPU; an `nn.Module` stands for
     its state_dict, a path for what the file holds (artefacts; each noted in `files`). Raises
-    UnsupportedOutput for anything else (UnreadableFile for a path that cannot be read)."""
+    UnsupportedOutput for anything else (UnreadableFile for a path that cannot be read), a
+    container that holds itself, one nested deeper than Python's recursion limit, and one whose
+    own code raises included."""
     walker = _Walker(files)
-    walker.walk(output, "")
+    try:
+        walker.walk(output, "")
+    except RecursionError:
+        raise UnsupportedOutput("", output, "is nested too deeply to compare") from None
+    except UnsupportedOutput:
+        raise
+    except Exception as exc:  # the output's own code (a key's __repr__, a mapping's items())
+        message = str(exc).strip().splitlines()
+        raise UnsupportedOutput("", output, f"could not be read: {type(exc).__name__}"
+                                + (f": {message[0]}" if message else "")) from None
     return walker.leaves
 
 
@@ -63,6 +77,7 @@ class _Walker:
     def __init__(self, files: list[Artefact] | None) -> None:
         self.leaves: list[Leaf] = []
         self.files = files
+        self.within: set[int] = set()  # the containers being walked (ids): one holding itself
 
     def walk(self, value: Any, path: str) -> None:
         import torch
@@ -80,19 +95,29 @@ class _Walker:
             self.leaves.append(Leaf(path or "output", _snapshot(value)))
         elif isinstance(value, _SCALARS):
             self.leaves.append(Leaf(path or "output", value))
-        elif isinstance(value, Mapping):
-            for key, item in value.items():
-                self.walk(item, child_path(path, key))
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            for field in dataclasses.fields(value):
-                self.walk(getattr(value, field.name), child_path(path, field.name))
-        elif isinstance(value, (list, tuple)):
-            for index, item in enumerate(value):
-                self.walk(item, f"{path or 'output'}[{index}]")
         elif type(value).__module__ == "numpy":
             self.walk(_from_numpy(value, path), path)
         else:
-            raise UnsupportedOutput(path, value)
+            items = _items(value, path)
+            if id(value) in self.within:
+                raise UnsupportedOutput(path, value, f"is a {type(value).__name__} that holds "
+                                                     "itself (a reference cycle)")
+            self.within.add(id(value))
+            for item_path, item in items:
+                self.walk(item, item_path)
+            self.within.discard(id(value))
+
+
+def _items(value: Any, path: str) -> list[tuple[str, Any]]:
+    """The children of a container, with their paths; UnsupportedOutput for anything else."""
+    if isinstance(value, Mapping):
+        return [(child_path(path, key), item) for key, item in value.items()]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(child_path(path, field.name), getattr(value, field.name))
+                for field in dataclasses.fields(value)]
+    if isinstance(value, (list, tuple)):
+        return [(f"{path or 'output'}[{index}]", item) for index, item in enumerate(value)]
+    raise UnsupportedOutput(path, value)
 
 
 def child_path(path: str, key: object) -> str:

@@ -80,19 +80,17 @@ def tolerance_record(tolerance: Tolerance, source: str) -> dict[str, Any]:
 
 
 def _smoke_table(path: Path) -> Mapping[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return {}
-    if "cudalint" not in text:
-        return {}
-    from cudalint.data import toml
+    """The [tool.cudalint.smoke] table of the pyproject.toml at `path` ({} where there is none),
+    read as every configuration is (cudalint.config.read_document: a regular file, within the
+    size limit)."""
+    from cudalint.config import ConfigError, read_document
 
-    tomllib = toml()
+    if not path.is_file():
+        return {}
     try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise HarnessError(f"{path}: invalid TOML: {exc}") from None
+        document = read_document(path, b"cudalint")
+    except ConfigError as exc:
+        raise HarnessError(str(exc)) from None
     tool = document.get("tool", {})
     cudalint = tool.get("cudalint", {}) if isinstance(tool, Mapping) else {}
     table = cudalint.get("smoke", {}) if isinstance(cudalint, Mapping) else {}
@@ -105,6 +103,10 @@ def _number(table: Mapping[str, Any], key: str, where: str) -> float | None:
     value = table.get(key)
     if value is None:
         return None
+    problem = HarnessError(f"{where}: {key} must be a number from 0 up, not {value!r}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise HarnessError(f"{where}: {key} must be a number from 0 up, not {value!r}")
-    return float(value)
+        raise problem
+    try:
+        return float(value)
+    except OverflowError:  # a whole number beyond any float
+        raise problem from None
