@@ -81,19 +81,18 @@ class Linter:
         # and what the opening published of it, until the loop publishes that document.
         self._first: FirstCheck | None = None
         self._sent: tuple[str, int | None, list[Form]] | None = None
-        self._read_at: dict[str, float] = {}  # when the opening read the document's opening
+        self._arrived: dict[tuple[str, int | None], float] = {}  # (uri, version): came when
 
-    def adopt(self, opening: Opening) -> None:
+    def adopt(self, opening: Opening, arrived: dict[tuple[str, int | None], float]) -> None:
         """Take over from the server's opening (lsp/opening.py): the configurations it
-        loaded, and its check of the first document, for the same snapshot of it."""
+        loaded, its check of the first document, for the same snapshot of it, and when the
+        document versions pygls has yet to read came (`changed` dates them so)."""
+        self._arrived = arrived
         if opening.projects is not None:
             self.projects = opening.projects
         self._first = first = opening.first
         if first is not None:
-            # the document has been still since the opening read it
-            self._read_at[first.snapshot.uri] = first.read_at
-            if first.published is not None:
-                self._sent = first.snapshot.uri, first.snapshot.version, first.published
+            self._sent = first.snapshot.uri, first.snapshot.version, first.published
 
     # --- on the event loop --------------------------------------------------------------
     def changed(self, uri: str, delay: float = 0.0) -> None:
@@ -102,11 +101,11 @@ class Linter:
         change to a document still for `delay` is checked at once, the next changes of a burst
         wait until the document has been still that long (a burst costs two checks at most:
         a check under way is never interrupted, and a waiting one is replaced)."""
-        now = self._read_at.pop(uri, time.monotonic())
+        document = self.server.workspace.get_text_document(uri)
+        now = self._arrived.pop((uri, document.version), None) or time.monotonic()
         if now - self._edited.get(uri, -delay) >= delay:
             delay = 0.0
         self._edited[uri] = now
-        document = self.server.workspace.get_text_document(uri)
         for results in (self._diagnostics, self._actionable, self._fixed):
             results.supersede(uri, document.version)
         for what in (ACTIONS, FIX):  # actions for a version nobody waits for
@@ -439,8 +438,7 @@ class Linter:
                            replace(snapshot, text="..."))
             return None
         self._units.setdefault(snapshot.uri, first.units)
-        return first.findings if first.snapshot == snapshot and first.published is not None \
-            else None
+        return first.findings if first.snapshot == snapshot else None
 
     def _statements(self, snapshot: Snapshot) -> list[tuple[int, int]] | None:
         """The rows of each top-level statement of a Python document, from its tree."""

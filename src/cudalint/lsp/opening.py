@@ -40,6 +40,7 @@ Form = dict[str, Any]  # a message's JSON
 logger = logging.getLogger(__name__)
 
 INITIALIZE, INITIALIZED, DID_OPEN = "initialize", "initialized", "textDocument/didOpen"
+DID_CHANGE = "textDocument/didChange"
 PUBLISH = "textDocument/publishDiagnostics"
 _HEADER_END = b"\r\n\r\n"
 _CONTENT_TYPE = "application/vscode-jsonrpc; charset=utf-8"
@@ -59,18 +60,31 @@ class FirstCheck:
     snapshot: Snapshot
     units: UnitCache
     findings: list[Finding]
-    # The diagnostics sent, as sent; None: not sent, the editor having sent more meanwhile
-    # (an edit would make them out of date, and the linter publishes what is still current).
-    published: list[Form] | None
-    read_at: float  # when `didOpen` was read (time.monotonic)
+    published: list[Form]  # the diagnostics sent, as sent
 
 
 @dataclass
 class Opening:
-    read: bytes = b""  # every byte read from stdin, in order: pygls reads them again
     answered: tuple[Any, Form] | None = None  # the id of `initialize`, and the result sent
     first: FirstCheck | None = None
     projects: Projects | None = None  # the configurations loaded for the first check
+    stream: Input | None = None
+    ended: float = 0.0  # when the opening ended (time.monotonic)
+
+    @property
+    def read(self) -> bytes:
+        """Every byte read from stdin, in order: pygls reads them again."""
+        return b"" if self.stream is None else bytes(self.stream.taken)
+
+    def catch_up(self) -> dict[tuple[str, int | None], float]:
+        """Read what the editor has sent since the opening ended (pygls reads it again), and
+        date each document version opened or changed before now: the end of the opening.
+        Their own arrival is unknown (they waited while pygls loaded), and that bound keeps
+        what the editor sent in a burst a burst for the debounce (Linter.changed)."""
+        if self.stream is None:
+            return {}
+        self.stream.drain()
+        return {key: self.ended for key in self.stream.versions()}
 
 
 def begin(stdin: BinaryIO, stdout: BinaryIO, version: str) -> Opening:
@@ -82,12 +96,13 @@ def begin(stdin: BinaryIO, stdout: BinaryIO, version: str) -> Opening:
         return Opening()
     if os.name != "posix":
         return Opening()
-    stream, opening = Input(fd), Opening()
+    stream = Input(fd)
+    opening = Opening(stream=stream)
     try:
         _begin(stream, stdout, version, opening)
     except OSError:  # the editor has gone; pygls finds it out
         logger.info("the editor has gone during the opening", exc_info=True)
-    opening.read = bytes(stream.taken)
+    opening.ended = time.monotonic()
     return opening
 
 
@@ -148,13 +163,12 @@ def _first_check(projects: Projects, params: Form, opened: Any, encoding: str, s
                  stdout: BinaryIO) -> FirstCheck | None:
     """Check the document `didOpen` sent, as the linter would, and publish its diagnostics
     unless the editor has sent more; None where the opening leaves the document to the
-    linter."""
+    linter (then it has published nothing)."""
     from cudalint.config import ConfigError
     from cudalint.lsp import checker, forms
     from cudalint.lsp.incremental import UnitCache
     from cudalint.lsp.suppress import Noqa
 
-    read_at = time.monotonic()
     snapshot = _snapshot(params, opened, encoding)
     if snapshot is None:
         return None
@@ -172,11 +186,11 @@ def _first_check(projects: Projects, params: Form, opened: Any, encoding: str, s
     except Exception:  # the linter's check fails the same way, and says so
         logger.exception("the opening's check of %s failed", snapshot.uri)
         return None
-    if stream.pending():
-        return FirstCheck(snapshot, units, findings, None, read_at)
+    if stream.pending():  # an edit would make them out of date: the linter checks again
+        return None
     write(stdout, {"jsonrpc": "2.0", "method": PUBLISH, "params": {
         "uri": snapshot.uri, "diagnostics": published, "version": snapshot.version}})
-    return FirstCheck(snapshot, units, findings, published, read_at)
+    return FirstCheck(snapshot, units, findings, published)
 
 
 def _snapshot(params: Form, opened: Any, encoding: str) -> Snapshot | None:
@@ -248,6 +262,25 @@ class Input:
             return None
         return message if isinstance(message, dict) else None
 
+    def drain(self) -> None:
+        """Read what has come, without waiting."""
+        while select.select([self.fd], [], [], 0)[0] and self._more():
+            pass
+
+    def versions(self) -> list[tuple[str, int | None]]:
+        """The document versions opened or changed by the whole messages read."""
+        found, at = [], 0
+        while (body := _whole(self.taken, at)) is not None:
+            at, data = body
+            try:
+                message = json.loads(data)
+                if message.get("method") in (DID_OPEN, DID_CHANGE):
+                    document = message["params"]["textDocument"]
+                    found.append((document["uri"], document.get("version")))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue
+        return found
+
     def pending(self) -> bool:
         """Whether the editor has sent more (or closed the stream)."""
         return self._at < len(self.taken) or bool(select.select([self.fd], [], [], 0)[0])
@@ -265,6 +298,23 @@ class Input:
         chunk = os.read(self.fd, 1 << 16)
         self.taken += chunk
         return bool(chunk)
+
+
+def _whole(data: bytearray, at: int) -> tuple[int, bytes] | None:
+    """The body of the whole message at `at` in `data` and where the next begins; None when
+    no whole message is there."""
+    end = data.find(_HEADER_END, at)
+    if end < 0:
+        return None
+    length = None
+    for line in bytes(data[at:end]).split(b"\r\n"):
+        name, _, value = line.decode("ascii", errors="replace").partition(":")
+        if name.strip().lower() == "content-length" and value.strip().isdigit():
+            length = int(value)
+    start = end + len(_HEADER_END)
+    if length is None or len(data) < start + length:
+        return None
+    return start + length, bytes(data[start:start + length])
 
 
 def write(stdout: BinaryIO, message: Form) -> None:

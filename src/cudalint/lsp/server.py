@@ -47,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
         begun = opening.begin(stdin, stdout, __version__)  # the first diagnostics
         server = _server(args)
-        server.linter.adopt(begun)
+        server.linter.adopt(begun, begun.catch_up())
         gc.enable()
         # pygls reads the opening's messages again; returns when stdin closes or the client
         # sends `exit`
