@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,20 +104,25 @@ os.write(2, json.dumps({"read": begun.read.decode("latin-1"), "loaded": loaded,
 """
 
 
-def run_opening(root: Path, messages: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
+def run_opening(root: Path, messages: list[dict[str, Any]], before: bytes = b"",
+                ) -> tuple[list[Any], dict[str, Any]]:
     """What the opening wrote, whether it checked a document and loaded any of lsprotocol,
-    given `messages` (what it read for pygls is what was sent, up to some point)."""
-    sent = b"".join(frame(m) for m in messages)
+    given `messages` after the bytes `before` (what it read for pygls is what was sent, up to
+    some point)."""
+    sent = before + b"".join(frame(m) for m in messages)
     process = subprocess.Popen([sys.executable, "-c", _OPENING_ALONE], cwd=root,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     assert process.stdin and process.stdout and process.stderr
+    hung = threading.Timer(60, process.kill)  # an opening waiting for more: killed, failed
+    hung.start()
     try:
         process.stdin.write(sent)  # and left open, as an editor leaves it
         process.stdin.flush()
         written, logged = process.stdout.read(), process.stderr.read()
         assert process.wait(timeout=60) == 0
     finally:
+        hung.cancel()
         process.kill()
         process.stdin.close()
     state = json.loads(logged)
@@ -173,6 +179,13 @@ def test_the_opening_stops_at_a_message_it_does_not_answer(tmp_path: Path) -> No
     assert [m.get("id") for m in written] == [1]
     assert not state["checked"]
     assert state["read"] >= len(frame(first)) + len(frame(shutdown))
+
+
+def test_a_message_without_a_length_hands_everything_to_pygls(tmp_path: Path) -> None:
+    messages = opening_messages(tmp_path, (tmp_path / "a.py").as_uri(), SOURCE)
+    written, state = run_opening(tmp_path, messages, before=b"Content-Type: x\r\n\r\n{}")
+    assert written == []
+    assert not state["checked"]
 
 
 @pytest.fixture

@@ -245,18 +245,11 @@ class Input:
 
     def message(self) -> Form | None:
         """The next message (None: the stream ended, or a message the opening cannot read)."""
-        length = None
-        while (line := self._line()) not in (b"\r\n", b"\n", b""):
-            name, _, value = line.decode("ascii", errors="replace").partition(":")
-            if name.strip().lower() == "content-length" and value.strip().isdigit():
-                length = int(value)
-        if not line or length is None:
-            return None
-        while len(self.taken) - self._at < length and self._more():
-            pass
-        body = bytes(self.taken[self._at:self._at + length])
-        self._at += len(body)
         try:
+            while (found := _whole(self.taken, self._at)) is None:
+                if not self._more():
+                    return None
+            self._at, body = found
             message = json.loads(body)
         except ValueError:
             return None
@@ -270,7 +263,7 @@ class Input:
     def versions(self) -> list[tuple[str, int | None]]:
         """The document versions opened or changed by the whole messages read."""
         found, at = [], 0
-        while (body := _whole(self.taken, at)) is not None:
+        while (body := _whole_or_none(self.taken, at)) is not None:
             at, data = body
             try:
                 message = json.loads(data)
@@ -285,24 +278,22 @@ class Input:
         """Whether the editor has sent more (or closed the stream)."""
         return self._at < len(self.taken) or bool(select.select([self.fd], [], [], 0)[0])
 
-    def _line(self) -> bytes:
-        while (end := self.taken.find(b"\n", self._at)) < 0:
-            if not self._more():
-                end = len(self.taken) - 1
-                break
-        line = bytes(self.taken[self._at:end + 1])
-        self._at = end + 1
-        return line
-
     def _more(self) -> bool:
         chunk = os.read(self.fd, 1 << 16)
         self.taken += chunk
         return bool(chunk)
 
 
+def _whole_or_none(data: bytearray, at: int) -> tuple[int, bytes] | None:
+    try:
+        return _whole(data, at)
+    except ValueError:
+        return None
+
+
 def _whole(data: bytearray, at: int) -> tuple[int, bytes] | None:
     """The body of the whole message at `at` in `data` and where the next begins; None when
-    no whole message is there."""
+    it has not all come (ValueError: its header gives no length)."""
     end = data.find(_HEADER_END, at)
     if end < 0:
         return None
@@ -311,8 +302,10 @@ def _whole(data: bytearray, at: int) -> tuple[int, bytes] | None:
         name, _, value = line.decode("ascii", errors="replace").partition(":")
         if name.strip().lower() == "content-length" and value.strip().isdigit():
             length = int(value)
+    if length is None:
+        raise ValueError("a message without a Content-Length")
     start = end + len(_HEADER_END)
-    if length is None or len(data) < start + length:
+    if len(data) < start + length:
         return None
     return start + length, bytes(data[start:start + length])
 
