@@ -6,6 +6,9 @@ with the findings' fixes, noqa comments and fix-all.
 Notebook documents (LSP 3.17 `notebookDocument/*`, `jupyter-notebook` notebooks with Python
 cells) are checked as `cudalint check` checks the saved `.ipynb`, and each finding is published
 on its cell (lsp/notebooks.py); a `.ipynb` opened as a text document (its JSON) is not checked.
+
+Over stdio the server's opening (lsp/opening.py) answers `initialize` and publishes the first
+document's diagnostics before pygls and lsprotocol load; pygls then reads every message again.
 """
 
 from __future__ import annotations
