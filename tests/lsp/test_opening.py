@@ -219,10 +219,31 @@ def test_the_first_diagnostics_are_published_once_as_the_linter_publishes_them(
     assert "opening" not in logged(tmp_path) and "initialize was" not in logged(tmp_path)
 
 
-def test_pygls_takes_over_from_any_message(client: Client, tmp_path: Path) -> None:
+def test_the_notifications_read_past_are_none_that_cudalint_handles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    features = create_server(debounce=0.05).protocol.fm.features
+    assert not set(opening.UNREAD) & set(features)
+    path = tmp_path / "train.py"
+    initialize, initialized, opened = opening_messages(tmp_path, path.as_uri(), SOURCE)
+    written, state = run_opening(tmp_path, [
+        initialize, {"method": "$/setTrace", "params": {"value": "verbose"}}, initialized,
+        {"method": "workspace/didChangeConfiguration", "params": {"settings": {"a": 1}}},
+        opened])
+    assert [m.get("id", m.get("method")) for m in written] == [
+        1, "textDocument/publishDiagnostics"]
+    assert state["checked"]
+
+
+def test_pygls_takes_over_from_any_other_message(client: Client, tmp_path: Path) -> None:
+    """Here a workspace folder added before the file is opened (the roots the opening would
+    check it under are no longer the workspace's)."""
     client.initialize(tmp_path, NEOVIM)
-    client.notify("workspace/didChangeConfiguration", {"settings": {}})
-    document = Document(client, tmp_path / "train.py", SOURCE)
+    project = tmp_path / "project"
+    project.mkdir()
+    client.notify("workspace/didChangeWorkspaceFolders", {"event": {
+        "added": [{"uri": project.as_uri(), "name": "project"}], "removed": []}})
+    document = Document(client, project / "train.py", SOURCE)
     assert [d["code"] for d in document.diagnostics()] == ["CUD102", "CUD101"]
     [fix] = document.actions(only=["source.fixAll.cudalint"])
     assert "pick_device()" in document.apply(fix)

@@ -9,7 +9,8 @@ the linter adopts the opening's check of the document (lsp/linter.py) when its s
 the document is the same, so nothing is checked or published twice.
 
 Only the usual opening goes this way: `initialize`, `initialized`, and `textDocument/didOpen`
-of a Python file with a `file:` URI. At any other message, or when the check cannot be
+of a Python file with a `file:` URI (notifications that change nothing the check reads may
+come between them: `UNREAD`). At any other message, or when the check cannot be
 made as the linter makes it (a configuration error, an excluded file, a failure), the opening
 stops and pygls handles everything from there."""
 
@@ -41,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 INITIALIZE, INITIALIZED, DID_OPEN = "initialize", "initialized", "textDocument/didOpen"
 DID_CHANGE = "textDocument/didChange"
+# Notifications the opening reads past (pygls reads them later): nothing the first check
+# reads depends on them. cudalint handles neither (pygls ignores the first; the second sets
+# what pygls traces), which tests/lsp/test_opening.py holds.
+UNREAD = ("workspace/didChangeConfiguration", "$/setTrace")
 PUBLISH = "textDocument/publishDiagnostics"
 _HEADER_END = b"\r\n\r\n"
 _CONTENT_TYPE = "application/vscode-jsonrpc; charset=utf-8"
@@ -119,7 +124,7 @@ def _begin(stream: Input, stdout: BinaryIO, version: str, opening: Opening) -> N
 
     opening.projects = checker.Projects()
     while (message := stream.message()) is not None:
-        if message.get("method") == INITIALIZED:
+        if message.get("method") in (INITIALIZED, *UNREAD):
             continue
         if message.get("method") == DID_OPEN:
             encoding = result["capabilities"]["positionEncoding"]
