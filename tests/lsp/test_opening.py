@@ -60,10 +60,13 @@ def pygls_answer(params: dict[str, Any]) -> Any:
             pass
 
     server = create_server(debounce=0.05)
-    server.protocol.set_writer(Writer())
-    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
-    server.protocol.handle_message(
-        json.loads(json.dumps(request), object_hook=server.protocol.structure_message))
+    try:
+        server.protocol.set_writer(Writer())
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+        server.protocol.handle_message(
+            json.loads(json.dumps(request), object_hook=server.protocol.structure_message))
+    finally:
+        server.linter.stop()
     [answer] = written
     return json.loads(answer.partition(b"\r\n\r\n")[2])["result"]
 
@@ -219,11 +222,10 @@ def test_the_first_diagnostics_are_published_once_as_the_linter_publishes_them(
     assert "opening" not in logged(tmp_path) and "initialize was" not in logged(tmp_path)
 
 
-def test_the_notifications_read_past_are_none_that_cudalint_handles(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    features = create_server(debounce=0.05).protocol.fm.features
-    assert not set(opening.UNREAD) & set(features)
+def test_the_notifications_read_past_are_none_that_cudalint_handles(tmp_path: Path) -> None:
+    server = create_server(debounce=0.05)
+    server.linter.stop()
+    assert not set(opening.UNREAD) & set(server.protocol.fm.features)
     path = tmp_path / "train.py"
     initialize, initialized, opened = opening_messages(tmp_path, path.as_uri(), SOURCE)
     written, state = run_opening(tmp_path, [
