@@ -3,7 +3,9 @@
     python benchmarks/bench_lsp.py [--lines 2000] [--edits 50] [--debounce-ms 50]
                                    [--launches 5]
 
-It opens the script (benchmarks/training_file.py), types a comment one keystroke at a time and
+It opens the script (benchmarks/training_file.py) as soon as `initialize` is answered (the
+server answers before it loads its engine, lsp/opening.py: the first diagnostics count that
+load), types a comment one keystroke at a time and
 now and then adds a line with a `.cuda()` call (every state is valid Python), and times each edit
 from its `didChange` to the `publishDiagnostics` of that version. As VS Code does, each change
 is followed at once by a `textDocument/codeAction` request at the cursor (the diagnostics the
@@ -17,17 +19,24 @@ Start-up included: `--launches N` times, N times over, from launching the server
 first `publishDiagnostics` of the file (`initialize`, `initialized`, then `didOpen` at once, as
 an editor opening a file starts the server), and prints the median beside that of launching
 `python -c "import libcst"` (an interpreter's start and the parser's import), timed in the
-same run.
+same run, each launch alternating with one of the other. Every process the benchmark starts
+runs with its modules' bytecode compiled, as an installed package has it (a first, untimed
+launch of each writes it under a temporary PYTHONPYCACHEPREFIX, whatever
+PYTHONDONTWRITEBYTECODE says: compiling cudalint's sources at each start would add a tenth
+of a second that no installed server pays).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -170,37 +179,58 @@ def run(folder: Path, text: str, edits: int, debounce_ms: int) -> dict[str, floa
             client.kill()
 
 
-def launch_to_first(folder: Path, text: str, launches: int) -> list[float]:
-    """Seconds from launching the server to the first diagnostics of `text`, per launch."""
-    times = []
+def launch_to_first(folder: Path, text: str, launches: int) -> tuple[list[float], list[float]]:
+    """Seconds from launching the server to the first diagnostics of `text`, and to run
+    `python -c "import libcst"`, per launch: the two alternate (after an untimed
+    `python -c "import libcst"`), so that a machine's load weighs on both alike."""
+    _run_python("import libcst")
+    started, interpreter = [], []
     for index in range(launches):
-        here = folder / f"launch{index}"
-        here.mkdir()
-        path = here / "train.py"
-        path.write_text(text, encoding="utf-8")
-        with (here / "server.log").open("wb") as log:
-            start = time.perf_counter()
-            client = Client(here, log)
-            try:
-                client.initialize(here, CAPABILITIES)
-                uri = path.as_uri()
-                client.notify("textDocument/didOpen", {"textDocument": {
-                    "uri": uri, "languageId": "python", "version": 1, "text": text}})
-                client.diagnostics(uri, 1, timeout=WAIT)
-                times.append(time.perf_counter() - start)
-            finally:
-                client.kill()
-    return times
+        started.append(_launch(folder / f"launch{index}", text))
+        interpreter.append(_run_python("import libcst"))
+    return started, interpreter
 
 
-def startup_reference(launches: int, code: str = "import libcst") -> list[float]:
-    """Seconds to run `python -c CODE`, per launch."""
-    times = []
-    for _ in range(launches):
+def _launch(here: Path, text: str) -> float:
+    here.mkdir()
+    path = here / "train.py"
+    path.write_text(text, encoding="utf-8")
+    with (here / "server.log").open("wb") as log:
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
-        times.append(time.perf_counter() - start)
-    return times
+        client = Client(here, log)
+        try:
+            client.initialize(here, CAPABILITIES)
+            uri = path.as_uri()
+            client.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": "python", "version": 1, "text": text}})
+            client.diagnostics(uri, 1, timeout=WAIT)
+            return time.perf_counter() - start
+        finally:
+            client.kill()
+
+
+def _run_python(code: str) -> float:
+    """Seconds to run `python -c CODE`."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def compiled_bytecode(folder: Path) -> Iterator[None]:
+    """Processes started meanwhile keep their modules' bytecode under `folder`."""
+    saved = {name: os.environ.get(name)
+             for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _exit_time(client: Client, editor: Editor) -> float:
@@ -226,11 +256,12 @@ def main() -> int:
     args = parser.parse_args()
     text = training_file(args.lines)
     reference = parse_time(text)
-    with tempfile.TemporaryDirectory(prefix="bench_lsp_") as folder:
+    with tempfile.TemporaryDirectory(prefix="bench_lsp_") as folder, \
+            compiled_bytecode(Path(folder) / "bytecode"):
+        _launch(Path(folder) / "compiling", text)  # untimed: writes the bytecode
         figures = run(Path(folder), text, args.edits, args.debounce_ms)
         if args.launches > 0:
-            started = launch_to_first(Path(folder), text, args.launches)
-            interpreter = startup_reference(args.launches)
+            started, interpreter = launch_to_first(Path(folder), text, args.launches)
     print(f"file: {text.count(chr(10))} lines; {args.edits} edits; debounce {args.debounce_ms} ms;"
           f" {figures['quick fixes']:.0f} code action answers held a finding's fix")
     print(f"reference: LibCST parse of the file {reference * 1000:.0f} ms (median of 3)\n")

@@ -13,16 +13,8 @@ from cudalint.kinds import FileKind
 from cudalint.lsp.actions import FIX_ALL, Target, quick_fixes, wanted
 from cudalint.lsp.checker import Projects, check_text
 from cudalint.lsp.diagnostics import data_version, edits_of, text_edits, to_diagnostic
-from cudalint.lsp.positions import (
-    UTF8,
-    UTF16,
-    UTF32,
-    code_units,
-    end_of,
-    overlaps,
-    split_lines,
-    to_lsp,
-)
+from cudalint.lsp.lines import UTF8, UTF16, UTF32, code_units, split_lines
+from cudalint.lsp.positions import end_of, overlaps, to_lsp
 from cudalint.lsp.reparse import Reparser
 from cudalint.lsp.suppress import Noqa
 

@@ -11,7 +11,7 @@ from benchmarks.training_file import training_file
 from cudalint.kinds import FileKind
 from cudalint.lsp.checker import Projects, check_text
 from cudalint.lsp.diagnostics import to_diagnostic
-from cudalint.lsp.positions import UTF8, UTF16
+from cudalint.lsp.lines import UTF8, UTF16
 from cudalint.lsp.published import Published, converter
 from cudalint.lsp.suppress import Noqa
 

@@ -39,6 +39,23 @@ UNCHECKED = frozenset({FileKind.NOTEBOOK, FileKind.SHARED_LIBRARY})
 PROJECT_FILES = frozenset({"pyproject.toml", "setup.py"})
 _OPTIONS = RunOptions()
 _WITH_EDITS = RunOptions(want_edits=True)
+Rows = frozenset[int]  # 1-based rows of a document
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a check reads of one version of a document (the worker never reads the workspace,
+    which the loop changes)."""
+
+    uri: str
+    version: int | None
+    text: str
+    path: Path
+    kind: FileKind | None  # None: a document cudalint does not check
+    roots: tuple[Path, ...]
+    encoding: str
+    generation: int  # which configuration it was taken under
+    rows: Rows | None = None  # what a check for code actions must cover (None: everything)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from cudalint import __version__
 from cudalint.lsp import actions, checker, lifetime, notebooks, published
 from cudalint.lsp.checker import FixedBuffer
 from cudalint.lsp.diagnostics import SOURCE, data_version
+from cudalint.lsp.lines import split_lines
 from cudalint.lsp.linter import Linter, is_open
-from cudalint.lsp.positions import end_of, overlaps, split_lines
+from cudalint.lsp.positions import end_of, overlaps
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import gc
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import unquote
@@ -23,11 +23,15 @@ from pygls.workspace import TextDocument, Workspace
 
 from cudalint.config import ConfigError
 from cudalint.engine.lint.python import BOM
+from cudalint.finding import Finding
 from cudalint.kinds import FileKind
 from cudalint.lsp import checker, notebooks, rehearsal
+from cudalint.lsp.checker import Rows, Snapshot
 from cudalint.lsp.diagnostics import message_diagnostic, to_diagnostic
+from cudalint.lsp.forms import Form
 from cudalint.lsp.incremental import UnitCache
-from cudalint.lsp.published import Published
+from cudalint.lsp.opening import FirstCheck, Opening
+from cudalint.lsp.published import Published, form_of
 from cudalint.lsp.results import Results
 from cudalint.lsp.scheduler import Scheduler
 from cudalint.lsp.suppress import Noqa
@@ -36,7 +40,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Diagnostics = list[types.Diagnostic]
-Rows = frozenset[int]  # 1-based rows of a document
 # Diagnostics with their actions' edits, made by reading the units that hold some rows (None:
 # the whole document): other rows' diagnostics may be missing.
 Actionable = tuple[Rows | None, Diagnostics]
@@ -50,22 +53,6 @@ FAILED = "cudalint failed on this file"
 GC_THRESHOLDS = (20_000, 20, 20)
 # The name the rehearsal's buffer is checked under (no file is read or written).
 REHEARSED = "cudalint-rehearsal.py"
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What a check reads of one version of a document (the worker never reads the workspace,
-    which the loop changes)."""
-
-    uri: str
-    version: int | None
-    text: str
-    path: Path
-    kind: FileKind | None  # None: a document cudalint does not check
-    roots: tuple[Path, ...]
-    encoding: str
-    generation: int  # which configuration it was taken under
-    rows: Rows | None = None  # what a check for code actions must cover (None: everything)
 
 
 class Linter:
@@ -90,6 +77,22 @@ class Linter:
         self._cells: dict[str, set[str]] = {}  # each notebook's cells published (loop only)
         self._shown: dict[str, int | None] = {}  # the version each failure was shown for
         self._workers = 0  # numbers the worker's one-off tasks
+        # The server's opening's check of the first document, until the worker adopts it,
+        # and what the opening published of it, until the loop publishes that document.
+        self._first: FirstCheck | None = None
+        self._sent: tuple[str, int | None, list[Form]] | None = None
+        self._arrived: dict[tuple[str, int | None], float] = {}  # (uri, version): came when
+
+    def adopt(self, opening: Opening, arrived: dict[tuple[str, int | None], float]) -> None:
+        """Take over from the server's opening (lsp/opening.py): the configurations it
+        loaded, its check of the first document, for the same snapshot of it, and when the
+        document versions pygls has yet to read came (`changed` dates them so)."""
+        self._arrived = arrived
+        if opening.projects is not None:
+            self.projects = opening.projects
+        self._first = first = opening.first
+        if first is not None:
+            self._sent = first.snapshot.uri, first.snapshot.version, first.published
 
     # --- on the event loop --------------------------------------------------------------
     def changed(self, uri: str, delay: float = 0.0) -> None:
@@ -98,11 +101,11 @@ class Linter:
         change to a document still for `delay` is checked at once, the next changes of a burst
         wait until the document has been still that long (a burst costs two checks at most:
         a check under way is never interrupted, and a waiting one is replaced)."""
-        now = time.monotonic()
+        document = self.server.workspace.get_text_document(uri)
+        now = self._arrived.pop((uri, document.version), None) or time.monotonic()
         if now - self._edited.get(uri, -delay) >= delay:
             delay = 0.0
         self._edited[uri] = now
-        document = self.server.workspace.get_text_document(uri)
         for results in (self._diagnostics, self._actionable, self._fixed):
             results.supersede(uri, document.version)
         for what in (ACTIONS, FIX):  # actions for a version nobody waits for
@@ -288,7 +291,7 @@ class Linter:
         with them, while the editor waits for `initialize`, rather than in the first
         document's check."""
         roots = self._roots()
-        if roots:
+        if roots and self._first is None:  # else the opening has checked a document
             with contextlib.suppress(ConfigError):  # each document's check reports it
                 project = self.projects.for_path(roots[0] / "__init__.py", roots)
                 self._rehearse(project, roots[0])
@@ -358,6 +361,11 @@ class Linter:
             self._publish(uri, version, diagnostics)
 
     def _publish(self, uri: str, version: int | None, diagnostics: Diagnostics) -> None:
+        sent = self._sent
+        if sent is not None and sent[0] == uri:
+            self._sent = None
+            if sent[1:] == (version, [form_of(d) for d in diagnostics]):
+                return  # the server's opening has published them
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, diagnostics=diagnostics, version=version))
 
@@ -399,7 +407,10 @@ class Linter:
             return [message_diagnostic(f"cudalint: {error}")]
         if project.excludes(path, kind):
             return []
-        if kind is FileKind.PYTHON and not (actions and snapshot.rows is None):
+        adopted = None if actions or kind is not FileKind.PYTHON else self._adopt(snapshot)
+        if adopted is not None:
+            findings = adopted
+        elif kind is FileKind.PYTHON and not (actions and snapshot.rows is None):
             units = self._units.setdefault(snapshot.uri, UnitCache(checker.fix_names()))
             findings = (checker.check_python_rows(path, snapshot.text, project, units,
                                                   snapshot.rows) if snapshot.rows is not None
@@ -413,6 +424,21 @@ class Linter:
         noqa = Noqa(snapshot.text, kind, self._statements(snapshot))
         return [to_diagnostic(finding, noqa, snapshot.encoding, snapshot.version)
                 for finding in findings]
+
+    def _adopt(self, snapshot: Snapshot) -> list[Finding] | None:
+        """The findings of the opening's check when it checked this snapshot (its unit cache
+        kept for the document when it checked another version of it)."""
+        first = self._first
+        if first is None or first.snapshot.uri != snapshot.uri:
+            return None
+        self._first = None
+        if replace(first.snapshot, text=snapshot.text, version=snapshot.version) != snapshot:
+            logger.warning("the server's opening took %s as %s, the linter as %s",
+                           snapshot.uri, replace(first.snapshot, text="..."),
+                           replace(snapshot, text="..."))
+            return None
+        self._units.setdefault(snapshot.uri, first.units)
+        return first.findings if first.snapshot == snapshot else None
 
     def _statements(self, snapshot: Snapshot) -> list[tuple[int, int]] | None:
         """The rows of each top-level statement of a Python document, from its tree."""

@@ -19,7 +19,8 @@ from cudalint.finding import Finding
 from cudalint.kinds import FileKind
 from cudalint.lsp.checker import Project
 from cudalint.lsp.diagnostics import to_diagnostic
-from cudalint.lsp.positions import end_of, split_lines
+from cudalint.lsp.lines import split_lines
+from cudalint.lsp.positions import end_of
 from cudalint.lsp.suppress import Noqa
 
 NOTEBOOK_TYPE = "jupyter-notebook"

@@ -6,8 +6,7 @@ cattrs, a quarter of an edit's time on a 2,000-line file with 250 findings)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
 
 import attrs
 import cattrs
@@ -15,10 +14,9 @@ from lsprotocol import types
 from pygls.protocol import default_converter
 
 from cudalint.finding import Finding
-from cudalint.lsp.diagnostics import to_diagnostic
+from cudalint.lsp.forms import Form, diagnostic_form
 from cudalint.lsp.suppress import Noqa
 
-Form = dict[str, Any]
 # The JSON form of each diagnostic published lately, by id (the diagnostic is held, so its id
 # is not reused while it is here): written on the worker thread, read on the event loop's.
 _FORMS: dict[int, tuple[types.Diagnostic, Form]] = {}
@@ -31,17 +29,25 @@ def converter() -> cattrs.Converter:
     plain = made.get_unstructure_hook(types.Diagnostic)
 
     def unstructure(diagnostic: types.Diagnostic) -> Form:
-        known = _FORMS.get(id(diagnostic))
-        if known is not None and known[0] is diagnostic:
-            return known[1]
-        form: Form = plain(diagnostic)
-        return form
+        return form_of(diagnostic, plain)
 
     made.register_unstructure_hook(types.Diagnostic, unstructure)
     return made
 
 
 _CONVERTER = default_converter()
+
+
+def form_of(diagnostic: types.Diagnostic,
+            plain: Callable[[types.Diagnostic], Form] | None = None) -> Form:
+    """The JSON form of `diagnostic`: kept, for one published lately, else made by `plain`
+    (by default, pygls's converter)."""
+    known = _FORMS.get(id(diagnostic))
+    if known is not None and known[0] is diagnostic:
+        return known[1]
+    form: Form = plain(diagnostic) if plain else _CONVERTER.unstructure(diagnostic,
+                                                                        types.Diagnostic)
+    return form
 
 
 class Published:
@@ -53,15 +59,16 @@ class Published:
 
     def diagnostics(self, findings: Sequence[Finding], noqa: Noqa, encoding: str,
                     version: int | None) -> list[types.Diagnostic]:
-        """`to_diagnostic(finding, noqa, encoding, version, actions=False)` of each finding."""
+        """`to_diagnostic(finding, noqa, encoding, version, actions=False)` of each finding, with
+        its JSON form."""
         known: dict[Hashable, tuple[types.Diagnostic, Form]] = {}
         made = []
         for finding in findings:
             key = _key(finding, noqa.lines, encoding)
             base = self._known.get(key) if key is not None else None
             if base is None:
-                diagnostic = to_diagnostic(finding, noqa, encoding, actions=False)
-                base = diagnostic, _CONVERTER.unstructure(diagnostic, types.Diagnostic)
+                form = diagnostic_form(finding, noqa, encoding, actions=False)
+                base = _CONVERTER.structure(form, types.Diagnostic), form
             if key is not None:
                 known[key] = base
             made.append(_versioned(base, version))

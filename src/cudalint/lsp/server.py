@@ -6,14 +6,22 @@ with the findings' fixes, noqa comments and fix-all.
 Notebook documents (LSP 3.17 `notebookDocument/*`, `jupyter-notebook` notebooks with Python
 cells) are checked as `cudalint check` checks the saved `.ipynb`, and each finding is published
 on its cell (lsp/notebooks.py); a `.ipynb` opened as a text document (its JSON) is not checked.
+
+Over stdio the server's opening (lsp/opening.py) answers `initialize` and publishes the first
+document's diagnostics before pygls and lsprotocol load; pygls then reads every message again.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cudalint.lsp.handlers import Server
 
 EXIT_ERROR = 2
 DEBOUNCE_MS = 50
@@ -28,19 +36,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("cudalint lsp: error: pygls is not installed; pip install 'cudalint[lsp]'",
               file=sys.stderr)
         return EXIT_ERROR
-    from cudalint.lsp import lifetime
-    from cudalint.lsp.handlers import create_server
-
-    server = create_server(debounce=args.debounce_ms / 1000)
+    # Start-up makes thousands of objects that live as long as the server (modules, classes,
+    # the rules' tables): the cyclic collector would scan them over and over meanwhile.
+    gc.disable()
     if args.tcp:
+        server = _server(args)
+        gc.enable()
         server.start_tcp(args.host, args.port)
     else:
-        server.start_io()  # returns when stdin closes or the client sends `exit`
+        from cudalint import __version__
+        from cudalint.lsp import opening
+
+        stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+        begun = opening.begin(stdin, stdout, __version__)  # the first diagnostics
+        server = _server(args)
+        server.linter.adopt(begun, begun.catch_up())
+        gc.enable()
+        # pygls reads the opening's messages again; returns when stdin closes or the client
+        # sends `exit`
+        server.start_io(opening.Replayed(begun.read, stdin),  # type: ignore[arg-type]
+                        opening.Answered(stdout, begun.answered))  # type: ignore[arg-type]
+    from cudalint.lsp import lifetime
+
     code = 0 if server.clean_exit else 1
     server.linter.stop()
     # A check under way would hold the interpreter's teardown until it ends: leave at once.
     lifetime.leave(code)
     return code
+
+
+def _server(args: argparse.Namespace) -> Server:
+    from cudalint.lsp.handlers import create_server
+
+    return create_server(debounce=args.debounce_ms / 1000)
 
 
 def _milliseconds(value: str) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from cudalint.finding import Edit, Finding, Position
 from cudalint.formats import dockerfile
 from cudalint.kinds import FileKind
-from cudalint.lsp.positions import split_lines
+from cudalint.lsp.lines import split_lines
 
 _NOQA_CODES = re.compile(r"#\s*noqa:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)",
                          re.IGNORECASE)
