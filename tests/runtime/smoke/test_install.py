@@ -70,3 +70,54 @@ def test_smoke_extra_keeps_the_projects_torch(tmp_path: Path) -> None:
     assert "pytest" not in report["packages"], "it ran in the fresh environment"
     print(f"fresh venv, torch, cudalint[smoke] and the demo's smoke run: "
           f"{time.monotonic() - started:.0f} s")
+
+
+def _metadata_only_torch(folder: Path, version: str) -> Path:
+    """A wheel that installs as torch `version` (metadata and a module saying its version):
+    what pip's resolver sees of a project's older torch, without a multi-GB build."""
+    import base64
+    import hashlib
+    import zipfile
+
+    files = {
+        "torch/__init__.py": f'__version__ = "{version}"\n',
+        f"torch-{version}.dist-info/METADATA":
+            f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+        f"torch-{version}.dist-info/WHEEL":
+            "Wheel-Version: 1.0\nGenerator: cudalint-tests\nRoot-Is-Purelib: true\n"
+            "Tag: py3-none-any\n",
+    }
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
+        record.append(f"{name},sha256={digest.decode()},{len(text.encode())}")
+    record.append(f"torch-{version}.dist-info/RECORD,,")
+    files[f"torch-{version}.dist-info/RECORD"] = "\n".join(record) + "\n"
+    wheel = folder / f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return wheel
+
+
+@pytest.mark.install
+def test_smoke_extra_resolves_beside_an_older_torch_release(tmp_path: Path) -> None:
+    """Installable beside any supported torch: with torch 2.1.2 (the demo's requirement) in the
+    environment, `pip install 'cudalint[smoke]'` keeps it. (Only 2.13 exists here as a build
+    that runs, so this release is metadata: what the resolver decides, which an exact pin in
+    the extra would turn into ResolutionImpossible.)"""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_PROGRESS_BAR="off")
+    pip = [str(venv / "bin" / "python"), "-m", "pip"]
+    _run([*pip, "install", str(_metadata_only_torch(tmp_path, "2.1.2"))], tmp_path, env)
+
+    install = _run([*pip, "install", f"{ROOT}[smoke]"], tmp_path, env)
+    log = install.stdout + install.stderr
+    assert "Requirement already satisfied: torch>=2.0" in log and "(2.1.2)" in log, log[-3000:]
+    listed = _run([*pip, "list", "--format", "json"], tmp_path, env).stdout
+    versions = {row["name"].lower(): row["version"] for row in json.loads(listed)}
+    assert versions["torch"] == "2.1.2"
+    assert "cudalint" in versions and "safetensors" in versions
