@@ -45,9 +45,9 @@ class _Replace(cst.CSTTransformer):
     ) -> cst.CSTNode:
         replaced = self._replaced(original_node, updated_node)
         if self.holding is not None and id(original_node) in self.holding:
-            self.functions.extend(
-                visiting.find_all(replaced, (cst.FunctionDef,)) if replaced is not updated_node
-                else [replaced] if isinstance(replaced, cst.FunctionDef) else [])
+            built = visiting.find_all(replaced, (cst.FunctionDef,)) \
+                if replaced is not updated_node else (replaced,)
+            self.functions.extend(f for f in built if isinstance(f, cst.FunctionDef))
         return replaced
 
     def _replaced(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
