@@ -375,13 +375,16 @@ class _Uses(cst.CSTVisitor):
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
-        self.names.setdefault(node.value, []).append(node)
+        self.read(node.value, node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = node.evaluated_value
         if isinstance(value, str) and _ANNOTATION.fullmatch(value):
             for word in _WORD.findall(value):
-                self.names.setdefault(word, []).append(node)
+                self.read(word, node)
+
+    def read(self, name: str, node: cst.CSTNode) -> None:
+        self.names.setdefault(name, []).append(node)
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -405,16 +408,7 @@ class _Unread(_Uses):
         super().__init__()
         self.unread = set(names)
 
-    def visit_Name(self, node: cst.Name) -> None:
-        self._read(node.value)
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        value = node.evaluated_value
-        if isinstance(value, str) and _ANNOTATION.fullmatch(value):
-            for word in _WORD.findall(value):
-                self._read(word)
-
-    def _read(self, name: str) -> None:
+    def read(self, name: str, node: cst.CSTNode) -> None:
         self.unread.discard(name)
         if not self.unread:
             raise _AllRead
