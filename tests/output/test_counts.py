@@ -113,6 +113,29 @@ def test_fixable_count_names_the_findings_another_fix_removes(chdir_tmp, capsys)
     assert "Found 4 findings: 3 errors, 1 info (4 fixed, 0 remaining)." in fixed.splitlines()
 
 
+def test_foreseeing_the_safe_and_the_unsafe_fixes_reads_the_file_whole_once(
+        chdir_tmp, capsys, monkeypatch):
+    """Both fix simulations of a check (engine/lint/foreseen.py) start from one whole-file
+    lint of the file, and the lint of the code each fixes reads the module its fix parsed."""
+    from cudalint.engine.lint import autofix, python
+
+    whole: list[bool] = []  # one per whole-file lint: whether it was given the module
+
+    def counted(*args, **kwargs):
+        if kwargs.get("sparse") is False:
+            whole.append(kwargs.get("parsed") is not None)
+        return lint_python(*args, **kwargs)
+
+    lint_python = python.lint_python
+    monkeypatch.setattr(python, "lint_python", counted)
+    monkeypatch.setattr(autofix, "lint_python", counted)
+    (chdir_tmp / "train.py").write_text(
+        "import torch\nx = y.cuda(device=rank)\ntorch.cuda.synchronize()\n")
+    _, out = _run(capsys, "check", "--no-cache", "--output-format", "concise", ".")
+    assert "(2 of them by another finding's fix)" in out  # the safe fixes' simulation
+    assert sorted(whole) == [False, True, True]  # the file once, each fixed code once
+
+
 def test_hidden_fix_count_names_the_findings_another_unsafe_fix_removes(chdir_tmp, capsys):
     (chdir_tmp / "train.py").write_text(
         "import torch\nx = torch.cuda.DoubleTensor(3)\nn = torch.cuda.device_count()\n")

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cudalint.engine.checkers.job import FileReport, Job, finish_fix, left_as_it_was
 from cudalint.finding import Finding
+
+if TYPE_CHECKING:
+    from cudalint.engine.lint.python import PythonResult
 
 
 def check_python(job: Job) -> FileReport:
@@ -17,7 +22,9 @@ def check_python(job: Job) -> FileReport:
         if result.fixes:  # what --fix will fix, for the footer
             from cudalint.engine.lint.foreseen import foreseen
 
-            findings = foreseen(findings, result.fixes, lambda unsafe: _fixed(job, unsafe))
+            whole: list[PythonResult] = []  # the whole-file lint both simulations start from
+            findings = foreseen(findings, result.fixes,
+                                lambda unsafe: _fixed(job, unsafe, whole))
         return FileReport(job.path, findings, result.text)
     from cudalint.engine.lint.autofix import FixError, fix_python
     try:
@@ -30,18 +37,26 @@ def check_python(job: Job) -> FileReport:
         from cudalint.engine.lint.foreseen import foreseen
 
         fixed = job.replace(data=outcome.data)
-        left = foreseen(left, outcome.result.fixes,
-                        lambda unsafe: _fixed(fixed, unsafe) if unsafe else None)
+        left = foreseen(left, outcome.result.fixes,  # outcome.result: a whole-file lint
+                        lambda unsafe: _fixed(fixed, unsafe, [outcome.result]) if unsafe
+                        else None)
     return finish_fix(job, outcome.data, outcome.applied, left, outcome.found, check_python)
 
 
-def _fixed(job: Job, unsafe: bool) -> tuple[list[Finding], list[Finding]] | None:
-    """The findings before and after fixing the file in memory (None: it cannot be fixed)."""
+def _fixed(job: Job, unsafe: bool, whole: list[PythonResult],
+           ) -> tuple[list[Finding], list[Finding]] | None:
+    """The findings before and after fixing the file in memory (None: it cannot be fixed).
+    `whole`: the file's whole-file lint once a simulation has made it (it is put there), for
+    the next one."""
     from cudalint.engine.lint.autofix import FixError, fix_python
+    from cudalint.engine.lint.python import lint_python
 
+    if not whole:
+        whole.append(lint_python(job.data, job.path, job.python_rules, job.settings,
+                                 prefilter=job.prefilter, sparse=False))
     try:
         outcome = fix_python(job.data, job.path, job.python_rules, job.settings,
-                             unsafe=unsafe, prefilter=job.prefilter)
+                             unsafe=unsafe, prefilter=job.prefilter, first=whole[0])
     except FixError:
         return None
     return outcome.found, outcome.result.findings

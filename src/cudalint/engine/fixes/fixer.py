@@ -14,6 +14,7 @@ from cudalint.engine.first_pass.sparse import text_lines
 from cudalint.engine.fixes import imports, local_imports
 from cudalint.engine.fixes.imports import Layout, Needs
 from cudalint.engine.report import NodeFix
+from cudalint.engine.walk import visiting
 from cudalint.finding import Edit, Position
 
 if TYPE_CHECKING:
@@ -23,15 +24,33 @@ if TYPE_CHECKING:
 
 class _Replace(cst.CSTTransformer):
     """Replace each target by its replacement; a target inside another fix's replacement is
-    replaced there too, so nested fixes (`x.cuda().half().cuda()`) land in one pass."""
+    replaced there too, so nested fixes (`x.cuda().half().cuda()`) land in one pass.
+    `holding`: the ids of the nodes that hold a target (`_holding`): LibCST rebuilds every
+    node it enters, so it enters only those, and every other node stays as it was (the
+    same object in the tree before and after); `functions` then holds the functions of the
+    new tree that are not (those it rebuilt, those in the replacements)."""
 
-    def __init__(self, replacements: Mapping[int, cst.CSTNode]) -> None:
+    def __init__(self, replacements: Mapping[int, cst.CSTNode],
+                 holding: frozenset[int] | None = None) -> None:
         super().__init__()
         self.replacements = replacements
+        self.holding = holding
+        self.functions: list[cst.FunctionDef] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return self.holding is None or id(node) in self.holding
 
     def on_leave(  # type: ignore[override]
         self, original_node: cst.CSTNode, updated_node: cst.CSTNode
     ) -> cst.CSTNode:
+        replaced = self._replaced(original_node, updated_node)
+        if self.holding is not None and id(original_node) in self.holding:
+            built = visiting.find_all(replaced, (cst.FunctionDef,)) \
+                if replaced is not updated_node else (replaced,)
+            self.functions.extend(f for f in built if isinstance(f, cst.FunctionDef))
+        return replaced
+
+    def _replaced(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
         replacement = self.replacements.get(id(original_node))
         if replacement is None:
             return updated_node
@@ -64,8 +83,9 @@ def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings
     """The module's code with every fix applied and its imports added (unless `add_imports`
     is False: then `needs` says what is missing) and the imports it emptied removed."""
     replacements = {id(fix.target): fix.replacement for fix in fixes}
-    replaced = module.visit(_Replace(replacements))
-    if remove_unused:
+    replace = _Replace(replacements, _holding(module, (fix.target for fix in fixes)))
+    replaced = module.visit(replace)
+    if remove_unused and local_imports.may_empty(replace.functions):
         replaced = local_imports.without_emptied_imports(module, replaced)
     wanted = imports.missing(replaced, needs_of(fixes), settings.helper_module)
     layout = Layout(replaced)
@@ -78,6 +98,26 @@ def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings
         wanted = Needs()
     code = imports.apply(replaced.code, edits) if edits else replaced.code
     return FixedSource(code, module.encoding, wanted)
+
+
+def _holding(root: cst.CSTNode, targets: Iterable[cst.CSTNode]) -> frozenset[int]:
+    """The ids of the nodes that are or hold one of the `targets`: every node on the path from
+    `root` down to each target. The walk does not enter whitespace, comments and punctuation
+    (`visiting.INERT`), unless a target is such a node."""
+    wanted = {id(target): type(target) for target in targets}
+    prune = visiting.INERT if visiting.INERT.isdisjoint(wanted.values()) else frozenset()
+    found: set[int] = set()
+    path: list[cst.CSTNode] = []
+    stack: list[tuple[cst.CSTNode, int]] = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        path.append(node)
+        if id(node) in wanted:
+            found.update(map(id, path))
+        stack.extend((child, depth + 1) for child in visiting.children(node)
+                     if type(child) not in prune)
+    return frozenset(found)
 
 
 class EditPlanner:

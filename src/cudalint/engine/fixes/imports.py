@@ -12,6 +12,7 @@ generating the module's code: a name's uses are counted only in the statements t
 from __future__ import annotations
 
 import bisect
+import contextlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -374,13 +375,16 @@ class _Uses(cst.CSTVisitor):
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
-        self.names.setdefault(node.value, []).append(node)
+        self.read(node.value, node)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         value = node.evaluated_value
         if isinstance(value, str) and _ANNOTATION.fullmatch(value):
             for word in _WORD.findall(value):
-                self.names.setdefault(word, []).append(node)
+                self.read(word, node)
+
+    def read(self, name: str, node: cst.CSTNode) -> None:
+        self.names.setdefault(name, []).append(node)
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -391,6 +395,33 @@ def uses(tree: cst.CSTNode) -> dict[str, list[cst.CSTNode]]:
     finder = _Uses()
     visiting.visit(tree, finder)
     return finder.names
+
+
+class _AllRead(Exception):
+    """Every name `_Unread` looks for is read: the walk stops."""
+
+
+class _Unread(_Uses):
+    """`_Uses` that stops at the first point where each of `names` has been read."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        super().__init__()
+        self.unread = set(names)
+
+    def read(self, name: str, node: cst.CSTNode) -> None:
+        self.unread.discard(name)
+        if not self.unread:
+            raise _AllRead
+
+
+def unread(tree: cst.CSTNode, names: Iterable[str]) -> set[str]:
+    """Those of `names` that `tree` does not read (as `uses` counts reads); the walk stops
+    once each has been read (an import's name, read near the top of most modules)."""
+    finder = _Unread(names)
+    if finder.unread:
+        with contextlib.suppress(_AllRead):
+            visiting.visit(tree, finder)
+    return finder.unread
 
 
 class ModuleUses:
@@ -488,10 +519,8 @@ def unused_after(before: cst.Module, after: cst.Module, keep: Needs,
     imported = imported_names(after) - keep.helpers - keep.modules
     if replaced is not None:
         imported &= {name for node in replaced for name in uses(node)}
-    if not imported:
-        return set()
-    used_before, used_after = uses(before), uses(after)
-    return {name for name in imported if used_before.get(name) and not used_after.get(name)}
+    gone = unread(after, imported)
+    return gone - unread(before, gone)
 
 
 # -- applying ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ their order and names (fixes replace expressions and statements, never a functio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
@@ -27,6 +27,8 @@ def without_emptied_imports(before: cst.Module, after: cst.Module) -> cst.Module
     for was, now in zip(old, new, strict=True):
         if was.name.value != now.name.value:
             return after  # not the same functions: remove nothing
+        if was is now:  # no fix entered it (fixer._Replace): it reads what it read
+            continue
         imports = list(_own_imports(now))
         if not imports:
             continue
@@ -36,6 +38,13 @@ def without_emptied_imports(before: cst.Module, after: cst.Module) -> cst.Module
                     and any(read_before.get(n) for n in names):
                 drop.add(id(statement))
     return after.visit(_Drop(drop)) if drop else after
+
+
+def may_empty(changed: Iterable[cst.FunctionDef]) -> bool:
+    """Whether `without_emptied_imports` may remove anything, given the functions of `after`
+    that are not those of `before` (the others read what they read): one with imports of its
+    own."""
+    return any(next(_own_imports(function), None) is not None for function in changed)
 
 
 def _functions(module: cst.Module) -> list[cst.FunctionDef]:

@@ -52,13 +52,16 @@ def fix_python(
     prefilter: Prefilter | None = None,
     add_imports: bool = True,
     remove_unused: bool = True,
+    first: PythonResult | None = None,
 ) -> FixOutcome:
     """Apply the allowed fixes until none is left. With `add_imports=False` the imports the
-    fixes need are returned in `needs` instead (a notebook imports once, for all its cells)."""
+    fixes need are returned in `needs` instead (a notebook imports once, for all its cells).
+    `first`: the whole-file lint of `data` (`lint_python(sparse=False)`), when the caller has
+    it (a check that foresees what --fix fixes: cudalint.engine.lint.foreseen)."""
     bom = BOM if data.startswith(BOM) else b""
     current, applied, needs = data, 0, Needs()
-    result = lint_python(current, path, rules, settings, prefilter=prefilter,
-                         sparse=False)
+    result = first or lint_python(current, path, rules, settings, prefilter=prefilter,
+                                  sparse=False)
     found = result.findings
     for _ in range(MAX_PASSES):
         chosen = [fix for _finding, fix, _where in result.fixes
@@ -72,18 +75,19 @@ def fix_python(
             raise FixError(f"{path}: cannot apply the fixes ({one_line(error)}); file left as "
                            "it was") from error
         fixed = bom + source.bytes
-        _check_parses(fixed, path)
+        module = _parsed(fixed, path)
         if fixed == current:
             break
         current, applied, needs = fixed, applied + len(chosen), needs | source.needs
         result = lint_python(current, path, rules, settings, prefilter=prefilter,
-                         sparse=False)
+                             sparse=False, parsed=module)
     return FixOutcome(current, applied, result, found, needs)
 
 
-def _check_parses(data: bytes, path: Path) -> None:
+def _parsed(data: bytes, path: Path) -> cst.Module:
+    """The fixed code as LibCST reads it (the lint of it reads no other)."""
     try:
-        cst.parse_module(data.removeprefix(BOM))
+        return cst.parse_module(data.removeprefix(BOM))
     except (cst.ParserSyntaxError, UnicodeDecodeError, SyntaxError) as error:
         raise FixError(f"{path}: the fixed code does not parse ({error}); file left as it was") \
             from error

@@ -8,7 +8,10 @@ that its footer's "N fixable" is what `--fix` then counts as fixed (output/commo
 Only fixing tells which findings go, so the check fixes the code in memory, as `--diff`
 does, and only where a finding without a safe fix of its own lies within a finding that has
 one or within the code its fix replaces: that is rare, and only those modules (or notebook
-cells) pay for it.
+cells) pay for it. Where a module needs both simulations (the safe fixes, every fix), both
+start from one whole-file lint of it (engine/checkers/python.py), and a fix rebuilds only the
+nodes that hold its target (engine/fixes/fixer.py): a huge test module with a few such
+findings pays for a lint of each fixed code, not for rebuilding the module whole each time.
 """
 
 from __future__ import annotations

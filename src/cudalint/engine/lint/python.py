@@ -195,6 +195,7 @@ def lint_python(
     reuse: Callable[[Unit], bool] | None = None,
     tree: ast.Module | None = None,
     shallow: bool = False,
+    parsed: cst.Module | None = None,
 ) -> PythonResult:
     """Findings for one module; the `prefilter` of the enabled rules lets a file skip parsing,
     and (with `sparse`) lets LibCST skip the functions that name nothing the rules look for
@@ -202,7 +203,9 @@ def lint_python(
     `reuse(unit)`: True for a leaf unit whose findings the caller knows (an editor's earlier
     check): it is not read either, and has no findings in the result. `tree`: the file as
     `ast` read it, when the caller has it already; `shallow`: the caller found it no deeper
-    than cudalint checks (`too_deep`; an editor's check re-reads only what an edit touched)."""
+    than cudalint checks (`too_deep`; an editor's check re-reads only what an edit touched).
+    `parsed`: the whole module as LibCST reads `data`, when the caller has it (`--fix`, which
+    parses what it wrote); LibCST reads it again where it reads only part of it."""
     if b"\0" in data:  # UTF-16 text: the pre-filter would skip it silently
         return PythonResult([error_finding(path, _null_bytes_reason(data))])
     if prefilter is not None:
@@ -214,7 +217,8 @@ def lint_python(
         else _compiled(data, path, tree, prefilter if lazy else None)
     if isinstance(compiled, Finding):
         return PythonResult([compiled])
-    arguments = (data, path, rules, settings, prefilter, want_edits, cell, sparse, reuse, lazy)
+    arguments = (data, path, rules, settings, prefilter, want_edits, cell, sparse, reuse, lazy,
+                 parsed)
     try:
         return _lint_tree(compiled, *arguments)
     except lazy_ast.Unreadable:  # never seen: a placeholder's lines read otherwise
@@ -226,8 +230,9 @@ def lint_python(
 def _lint_tree(tree: ast.Module, data: bytes, path: Path, rules: Sequence[type[PythonRule]],
                settings: Settings, prefilter: Prefilter | None, want_edits: bool,
                cell: int | None, sparse: bool, reuse: Callable[[Unit], bool] | None,
-               deferred: bool) -> PythonResult:
-    """`deferred`: the depth is to be checked after the first pass (`_compiled`)."""
+               deferred: bool, whole: cst.Module | None) -> PythonResult:
+    """`deferred`: the depth is to be checked after the first pass (`_compiled`); `whole`:
+    the whole module as LibCST reads `data`, if the caller has it."""
     source = data.removeprefix(BOM)
     units = units_of(source, tree) if reuse is not None else []
     parts = _hidden(source, tree, prefilter, units, reuse) if sparse and prefilter \
@@ -238,8 +243,8 @@ def _lint_tree(tree: ast.Module, data: bytes, path: Path, rules: Sequence[type[P
     hidden, runs = parts
     if deferred and read_too_deep(tree, hidden, data):
         return PythonResult([error_finding(path, TOO_DEEP)])
-    parsed = _parse_cst(blank_runs(blank(source, hidden), runs) if hidden or runs else source,
-                        path)
+    parsed = _parse_cst(blank_runs(blank(source, hidden), runs), path) if hidden or runs \
+        else whole if whole is not None else _parse_cst(source, path)
     if isinstance(parsed, Finding) and (hidden or runs):  # never: blanking keeps it valid
         hidden, runs, parsed = [], [], _parse_cst(source, path)
     if isinstance(parsed, Finding):
