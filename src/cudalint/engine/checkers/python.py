@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from cudalint.engine.checkers.job import FileReport, Job, finish_fix, left_as_it_was
 from cudalint.finding import Finding
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
     from cudalint.engine.lint.python import PythonResult
 
