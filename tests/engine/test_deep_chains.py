@@ -87,3 +87,37 @@ def test_report_takes_the_deep_file_as_not_checked(tmp_path):
     decision = json.loads(done.stdout)
     assert decision  # a whole decision was written, the other files' findings in it
     assert "a_good0.py" in done.stdout
+
+
+def test_a_deep_setup_py_is_read_for_the_project_facts_without_a_crash(tmp_path):
+    """setup.py is parsed for its CUDA extensions before any file is checked."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\nfrom torch.utils.cpp_extension import CUDAExtension\n"
+        "ok = " + " and ".join(["a"] * 8000) + "\n"
+        "setup(name='x', ext_modules=[CUDAExtension('ext', ['a.cu'])])\n")
+    (tmp_path / "good.py").write_text(GOOD)
+    done = _cudalint(tmp_path, "check", "--no-cache", "--output-format", "json", ".")
+    assert done.returncode == 2, done.stderr  # not -11: setup.py itself is not checked
+    found = {(Path(f["filename"]).name, f["code"], f["message"])
+             for f in json.loads(done.stdout)}
+    assert ("setup.py", None, TOO_DEEP) in found
+    assert {(name, code) for name, code, _ in found} == {("setup.py", None), ("good.py", "CUD102")}
+
+
+def test_a_deep_notebook_cell_beside_a_fixed_one(tmp_path):
+    """The deep cell names nothing the rules look for; the helper's placement reads every
+    cell."""
+    (tmp_path / ".git").mkdir()
+    cells = ["import torch\n", "x = " + " and ".join(["a"] * 8000) + "\n",
+             "model = Net().cuda()\n"]
+    notebook = tmp_path / "nb.ipynb"
+    notebook.write_text(json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
+                   "outputs": [], "source": cell} for cell in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    done = _cudalint(tmp_path, "check", "--fix", "--no-cache", ".")
+    assert done.returncode == 0, done.stderr  # not -11
+    fixed = [cell["source"] for cell in json.loads(notebook.read_text())["cells"]]
+    assert fixed[1:] == [cells[1], "model = Net().to(pick_device())\n"]
+    assert "def pick_device(" in "".join(fixed[0])

@@ -7,7 +7,8 @@ import ast
 
 import pytest
 
-from cudalint.engine.reading.depth import MAX_DEPTH, deeper_than
+from cudalint.engine.reading import depth
+from cudalint.engine.reading.depth import MAX_DEPTH, TooDeep, deeper_than
 from tests.engine.nesting import libcst_depth
 
 _BLOCKS = ("if a:", "with a as (b):", "try:", "for x in (y):", "while (x):", "match x:",
@@ -94,3 +95,21 @@ def test_the_gate_answers_as_the_full_walk(source: str) -> None:
 def test_both_answers_occur() -> None:
     answers = {libcst_depth(ast.parse(s), s.encode()) > MAX_DEPTH for s in SOURCES}
     assert answers == {True, False}
+
+
+@pytest.mark.parametrize("source", ["x = " + " and ".join(["a"] * 8000) + "\n",
+                                    "x = " + " ".join(["'a'"] * 8000) + "\n"],
+                         ids=["and-chain", "strings"])
+def test_libcst_is_not_asked_to_parse_what_the_gate_refuses(source: str) -> None:
+    """(LibCST's native parser overflowed the C stack on the and-chain: a segfault.)"""
+    with pytest.raises(TooDeep):
+        depth.parse_module(source)
+    with pytest.raises(TooDeep):
+        depth.parse_expression(source.removeprefix("x = "))
+
+
+def test_what_the_gate_passes_libcst_parses_and_cpython_refusals_are_syntax_errors() -> None:
+    source = "x = " + " and ".join(["a"] * (MAX_DEPTH - 10)) + "\n"
+    assert depth.parse_module(source).code == source
+    with pytest.raises(SyntaxError):
+        depth.parse_module("print 'python 2'\n")
