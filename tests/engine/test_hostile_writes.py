@@ -239,20 +239,28 @@ _HEADERS = {
 }
 
 
+def _fixed_alone(tmp_path: Path, capsys, source: str) -> tuple[Path, str, list]:
+    """`source` fixed as `m.py` in a project of its own, which must compile: the project's
+    root, the fixed text and its statements."""
+    import ast
+
+    root = _project(tmp_path)
+    path = root / "m.py"
+    path.write_bytes(source.encode())
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
+    text = path.read_bytes().decode()
+    assert outcome.code == 0, (outcome, text)
+    compile(text, str(path), "exec")
+    return root, text, ast.parse(text).body
+
+
 @pytest.mark.parametrize("layout", list(_HEADERS))
 @pytest.mark.parametrize("character", _NOT_LINE_ENDS, ids=ascii)
 def test_a_header_comment_with_a_character_str_splitlines_ends_a_line_at(
         tmp_path, capsys, character, layout):
     import ast
 
-    root = _project(tmp_path)
-    path = root / "m.py"
-    path.write_text(_HEADERS[layout].format(c=character), encoding="utf-8")
-    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
-    text = path.read_text(encoding="utf-8")
-    assert outcome.code == 0, (outcome, text)
-    compile(text, str(path), "exec")
-    body = ast.parse(text).body
+    root, text, body = _fixed_alone(tmp_path, capsys, _HEADERS[layout].format(c=character))
     assert isinstance(body[0], ast.ImportFrom) and body[0].module == "__future__"
     assert any(isinstance(node, ast.ImportFrom) and node.module == "_device" for node in body)
     assert f"# header {character} more\n" in text  # the comment whole, nothing inside it
@@ -277,15 +285,8 @@ def test_a_header_without_future_import_holding_a_character_str_splitlines_ends_
         tmp_path, capsys, character, layout):
     import ast
 
-    root = _project(tmp_path)
-    path = root / "m.py"
     original = _PLAIN_HEADERS[layout].format(c=character)
-    path.write_bytes(original.encode())
-    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
-    text = path.read_bytes().decode()
-    assert outcome.code == 0, (outcome, text)
-    compile(text, str(path), "exec")
-    body = ast.parse(text).body
+    root, text, body = _fixed_alone(tmp_path, capsys, original)
     [imported] = [index for index, node in enumerate(body)
                   if isinstance(node, ast.ImportFrom) and node.module == "_device"]
     [used] = [index for index, node in enumerate(body) if "pick_device()" in ast.unparse(node)]
@@ -346,21 +347,6 @@ def test_a_fixed_file_that_would_not_compile_is_not_written(tmp_path, capsys, mo
     assert outcome.code == 2
 
 
-def test_a_fixed_file_whose_helper_import_is_lost_is_not_written(tmp_path, capsys,
-                                                                 monkeypatch):
-    root = _project(tmp_path)
-    path = root / "m.py"
-    path.write_text(_FUTURE)
-    _broken_placement(monkeypatch, lambda code: code.replace(
-        "from _device import pick_device\n", "# from _device import pick_device\n"))
-    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
-    assert outcome.errors("m.py") == [
-        "not written: the fixed file would not bind pick_device, which it uses; "
-        "a bug in cudalint"]
-    assert path.read_text() == _FUTURE
-    assert outcome.code == 2
-
-
 def _notebook(root: Path, *cells: str) -> Path:
     import json
 
@@ -385,14 +371,24 @@ def test_a_fixed_notebook_cell_that_would_not_compile_is_not_written(tmp_path, c
     assert outcome.code == 2
 
 
-def test_a_fixed_notebook_whose_helper_is_lost_is_not_written(tmp_path, capsys, monkeypatch):
-    path = _notebook(_project(tmp_path), "import torch\n", "model = Net().cuda()\n")
+@pytest.mark.parametrize(("name", "lost", "message"), [
+    ("m.py", ("from _device import pick_device\n", "# from _device import pick_device\n"),
+     "the fixed file would not bind pick_device, which it uses"),
+    ("nb.ipynb", ("def pick_device(", "def lost("),
+     "the fixed notebook would not bind pick_device, which its cells use"),
+])
+def test_a_fixed_file_whose_helper_is_lost_is_not_written(tmp_path, capsys, monkeypatch,
+                                                          name, lost, message):
+    root = _project(tmp_path)
+    if name.endswith(".ipynb"):  # (a notebook's helper is inline, after the cells' imports)
+        path = _notebook(root, "import torch\n", "model = Net().cuda()\n")
+    else:
+        path = root / name
+        path.write_text(_FUTURE)
     original = path.read_text()
-    _broken_placement(monkeypatch, lambda code: code.replace("def pick_device(", "def lost("))
-    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
-    assert outcome.errors("nb.ipynb") == [
-        "not written: the fixed notebook would not bind pick_device, which its cells use; "
-        "a bug in cudalint"]
+    _broken_placement(monkeypatch, lambda code: code.replace(*lost))
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert outcome.errors(name) == [f"not written: {message}; a bug in cudalint"]
     assert path.read_text() == original
     assert outcome.code == 2
 
