@@ -121,3 +121,16 @@ def test_a_deep_notebook_cell_beside_a_fixed_one(tmp_path):
     fixed = [cell["source"] for cell in json.loads(notebook.read_text())["cells"]]
     assert fixed[1:] == [cells[1], "model = Net().to(pick_device())\n"]
     assert "def pick_device(" in "".join(fixed[0])
+
+
+def test_a_helper_module_name_of_8000_parts_is_one_configuration_error(tmp_path):
+    """The helper's import, `from a.a.(...) import pick_device`, is as deep as LibCST reads it."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cudalint]\nhelper = "' + ".".join(["a"] * 8000) + '"\n')
+    (tmp_path / "good.py").write_text(GOOD)
+    done = _cudalint(tmp_path, "check", "--fix", "--no-cache", ".")
+    assert done.returncode == 2, done.stderr  # not -11
+    [line] = done.stderr.splitlines()
+    assert line.endswith("helper: a module name of 8000 parts; at most 50")
+    assert (tmp_path / "good.py").read_text() == GOOD
