@@ -28,6 +28,10 @@ DEEP = {  # in a function naming `cuda`: LibCST reads it
     "3000-fors": _HEAD + "[a " + " ".join(["for a in b"] * 3000) + "]\n",
     "8000-term-and-at-module-level": "import torch\nd = torch.device('cuda')\nx = "
                                      + " and ".join(["d"] * 8000) + "\n",
+    # nested in `ast` too (the gate counted these before): as long as CPython compiles them
+    "2000-term-sum": _HEAD + " + ".join(["a"] * 2000) + "\n",
+    "2000-elifs": _HEAD + "d\n    if a:\n        pass\n"
+                  + "    elif a:\n        pass\n" * 2000,
 }
 
 
