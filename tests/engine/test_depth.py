@@ -113,3 +113,13 @@ def test_what_the_gate_passes_libcst_parses_and_cpython_refusals_are_syntax_erro
     assert depth.parse_module(source).code == source
     with pytest.raises(SyntaxError):
         depth.parse_module("print 'python 2'\n")
+
+
+@pytest.mark.parametrize("pieces", [MAX_DEPTH - 3, MAX_DEPTH - 2, MAX_DEPTH - 1])
+def test_a_byte_order_mark_does_not_move_a_strings_pieces(pieces: int) -> None:
+    """`ast` counts the first line's columns after the mark: the string's text is still
+    found (else every quote would count as half a piece)."""
+    source = "x = " + " ".join(["'a'"] * pieces) + "\n"
+    tree = ast.parse(source)
+    expected = libcst_depth(tree, source.encode()) > MAX_DEPTH
+    assert deeper_than(tree, MAX_DEPTH, b"\xef\xbb\xbf" + source.encode()) is expected
