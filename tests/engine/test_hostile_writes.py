@@ -393,6 +393,20 @@ def test_a_fixed_file_whose_helper_is_lost_is_not_written(tmp_path, capsys, monk
     assert outcome.code == 2
 
 
+def test_a_file_the_compiler_refuses_as_read_is_fixed_all_the_same(tmp_path, capsys):
+    """`ast` reads a `break` outside a loop, CPython's compiler refuses it: the file's own
+    error, which the fix keeps, is no reason to leave the fix unwritten."""
+    root = _project(tmp_path)
+    source = "import torch\nmodel = Net().cuda()\nbreak\n"
+    path = root / "m.py"
+    path.write_text(source)
+    notebook = _notebook(root, "import torch\n", "model = Net().cuda()\nbreak\n")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert outcome.errors("m.py") == outcome.errors("nb.ipynb") == []
+    assert_fixed(path)
+    assert "model = Net().to(pick_device())\\nbreak\\n" in notebook.read_text()
+
+
 def test_a_notebook_fixed_soundly_is_written(tmp_path, capsys):
     path = _notebook(_project(tmp_path), "await setup()\n", "import torch\n",
                      "model = Net().cuda()\n")

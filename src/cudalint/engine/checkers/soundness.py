@@ -29,6 +29,10 @@ def _unsound_module(fixed: bytes, original: bytes, path: Path) -> str | None:
     try:
         tree = _compiled(fixed, str(path))
     except (SyntaxError, ValueError) as error:
+        try:  # (a `break` outside a loop: `ast` reads it, the compiler refuses it)
+            _compiled(original, str(path))
+        except (SyntaxError, ValueError):
+            return None  # the file's own error, not the fix's
         return f"the fixed file would not compile: {_why(error)}; a bug in cudalint"
     unbound = _unbound_helpers([tree])
     if unbound:
@@ -40,27 +44,33 @@ def _unsound_module(fixed: bytes, original: bytes, path: Path) -> str | None:
 
 
 def _unsound_notebook(fixed: bytes, original: bytes) -> str | None:
-    """Each cell the fix changed compiles (as IPython runs it: top-level `await` allowed,
-    magics masked), and a helper name some cell reads is bound in some cell (the notebook's
-    cells share one namespace), as it was in the notebook as read."""
+    """A cell the fix changed compiles (as IPython runs it: top-level `await` allowed, magics
+    masked) unless the notebook as read had as many cells that do not, and a helper name some
+    cell reads is bound in some cell (the cells share one namespace), as it was as read."""
     after, before = _python_cells(fixed), _python_cells(original)
     if after is None or before is None:
         return None
     kept = set(before)
-    for number, python in enumerate(after, start=1):
-        if python in kept:
-            continue
-        try:
-            _compiled(python, f"cell {number}", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        except (SyntaxError, ValueError) as error:
-            return f"the fixed cell {number} would not compile: {_why(error)}; " \
-                "a bug in cudalint"
+    broken = [(number, error) for number, python in enumerate(after, start=1)
+              if python not in kept and (error := _cell_error(python)) is not None]
+    if broken and len(broken) > sum(_cell_error(python) is not None
+                                    for python in before if python not in after):
+        number, error = broken[0]
+        return f"the fixed cell {number} would not compile: {_why(error)}; a bug in cudalint"
     unbound = _unbound_helpers(_trees(after))
     if unbound:
         unbound -= _unbound_helpers(_trees(before))
     if unbound:
         return f"the fixed notebook would not bind {', '.join(sorted(unbound))}, which its " \
             "cells use; a bug in cudalint"
+    return None
+
+
+def _cell_error(python: str) -> SyntaxError | ValueError | None:
+    try:
+        _compiled(python, "cell", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    except (SyntaxError, ValueError) as error:
+        return error
     return None
 
 
