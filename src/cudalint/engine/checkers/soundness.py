@@ -26,15 +26,11 @@ def unsound(kind: FileKind, fixed: bytes, original: bytes, path: Path) -> str | 
 
 
 def _unsound_module(fixed: bytes, original: bytes, path: Path) -> str | None:
-    try:
-        tree = _compiled(fixed, str(path))
-    except (SyntaxError, ValueError) as error:
-        try:  # (a `break` outside a loop: `ast` reads it, the compiler refuses it)
-            _compiled(original, str(path))
-        except (SyntaxError, ValueError):
-            return None  # the file's own error, not the fix's
+    error = _compile_error(fixed, str(path))
+    # (a `break` outside a loop: `ast` reads it, the compiler refuses it: the file's own)
+    if error is not None and _compile_error(original, str(path)) is None:
         return f"the fixed file would not compile: {_why(error)}; a bug in cudalint"
-    unbound = _unbound_helpers([tree])
+    unbound = _unbound_helpers(_trees([fixed]))
     if unbound:
         unbound -= _unbound_helpers(_trees([original]))
     if unbound:
@@ -67,11 +63,7 @@ def _unsound_notebook(fixed: bytes, original: bytes) -> str | None:
 
 
 def _cell_error(python: str) -> SyntaxError | ValueError | None:
-    try:
-        _compiled(python, "cell", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    except (SyntaxError, ValueError) as error:
-        return error
-    return None
+    return _compile_error(python, "cell", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
 def _python_cells(data: bytes) -> list[str] | None:
@@ -93,11 +85,16 @@ def _python_cells(data: bytes) -> list[str] | None:
     return found
 
 
-def _compiled(source: bytes | str, name: str, flags: int = 0) -> ast.Module:
+def _compile_error(source: bytes | str, name: str,
+                   flags: int = 0) -> SyntaxError | ValueError | None:
+    """Why CPython does not compile `source`, if it does not."""
     with warnings.catch_warnings():  # `"\d"`: the file's own, reported by no one here
         warnings.simplefilter("ignore")
-        compile(source, name, "exec", flags=flags, dont_inherit=True)
-        return ast.parse(source)
+        try:
+            compile(source, name, "exec", flags=flags, dont_inherit=True)
+        except (SyntaxError, ValueError) as error:
+            return error
+    return None
 
 
 def _why(error: SyntaxError | ValueError) -> str:
