@@ -331,6 +331,9 @@ def _validate(config: Config, path: Path) -> None:
     if config.helper and not re.fullmatch(_MODULE, config.helper):
         raise ConfigError(f"{where} helper: {config.helper!r} is not a module name such as "
                           "'pkg.device'")
+    if config.helper.count(".") >= _MODULE_PARTS:  # LibCST nests one level per part
+        raise ConfigError(f"{where} helper: a module name of {config.helper.count('.') + 1} "
+                          f"parts; at most {_MODULE_PARTS}")
     for name in ("max-file-size", "max-memory"):
         size = getattr(config, name.replace("-", "_"))
         if size <= 0:
@@ -354,6 +357,7 @@ def _validate(config: Config, path: Path) -> None:
 
 
 _MODULE = r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*"  # compiled when a helper is configured
+_MODULE_PARTS = 50
 
 
 def _require_known_selectors(config: Config, where: str) -> None:

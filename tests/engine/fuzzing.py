@@ -1,12 +1,13 @@
-"""Generated programs with CUDA code spliced in, and the properties every run must keep: the
-engine never crashes, every fix parses, fixing is idempotent, and a file without findings is
-left byte for byte, and reading only the relevant functions (cudalint.engine.first_pass.sparse)
-finds what reading the whole file finds. Shared by the test (a bounded, derandomized run) and
-scripts/fuzz.py."""
+"""Generated programs with CUDA code, odd line breaks and deep chains spliced in, and the
+properties every run must keep: the engine never crashes, every fix parses, fixing is
+idempotent, and a file without findings is left byte for byte, and reading only the relevant
+functions (cudalint.engine.first_pass.sparse) finds what reading the whole file finds. Shared by
+the test (a bounded, derandomized run) and scripts/fuzz.py."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import hypothesmith
@@ -80,15 +81,46 @@ def tables(draw: st.DrawFn) -> str:
     return f"TABLE = {opening.format()}\n{body}{closing.format()}\n"
 
 
+# Characters that str.splitlines ends a line at and CPython's tokenizer does not: in a comment,
+# a string or a docstring, where a fix's import must not land (CPython's lines count).
+ODD_BREAKS = ("\u2028", "\u2029", "\f", "\v", "\x85", "\x1c", "\x1d", "\x1e")
+ODD_LINES = ("# note {c} more\n", "NOTE = 'a{c}b'  # {c}\n", '"""Doc{c}string."""\n')
+# Chains that `ast` keeps flat and LibCST nests one level per link (cudalint.engine.reading
+# .depth), naming a term of the rules so that every read reads them: below the depth limit,
+# at it, and far past it (where LibCST's parser overflowed the stack).
+DEEP_LINES = ("ok = torch.cuda.is_available() and {chain}\n", "DEVICE = 'cuda' {strings}\n",
+              "devices = [torch.device('cuda') {fors}]\n")
+DEEP_SIZES = (2, 60, 117, 118, 119, 121, 400, 8000)
+
+
+@st.composite
+def odd_lines(draw: st.DrawFn) -> str:
+    return draw(st.sampled_from(ODD_LINES)).format(c=draw(st.sampled_from(ODD_BREAKS)))
+
+
+@st.composite
+def deep_lines(draw: st.DrawFn) -> str:
+    size = draw(st.sampled_from(DEEP_SIZES))
+    return draw(st.sampled_from(DEEP_LINES)).format(
+        chain=" and ".join(["a"] * size), strings=" ".join(["'a'"] * size),
+        fors=" ".join(["for a in b"] * size))
+
+
+def _lines(source: str) -> list[str]:
+    """The lines of `source` as CPython's tokenizer ends them (at \\n, \\r\\n, \\r only)."""
+    return [line for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", source) if line]
+
+
 @st.composite
 def programs(draw: st.DrawFn, *, aliased_methods: bool = False) -> str:
     """A generated module with CUDA lines and tables spliced between its top-level
     statements; with `aliased_methods`, one of the classes of `ALIASED_METHODS` too, after
     the aliases' import, at the module's end."""
     generated = draw(hypothesmith.from_grammar())
-    lines = generated.splitlines(keepends=True)
+    lines = _lines(generated)
     cuts = [0, *(i for i, line in enumerate(lines, 1) if line[:1] not in " \t#"), len(lines)]
-    for line in draw(st.lists(st.one_of(st.sampled_from(CUDA_LINES), tables()), max_size=4)):
+    spliced = st.one_of(st.sampled_from(CUDA_LINES), tables(), odd_lines(), deep_lines())
+    for line in draw(st.lists(spliced, max_size=4)):
         at = draw(st.sampled_from(cuts))
         lines.insert(at, _after(lines[at - 1 : at], line))
     if aliased_methods:  # at the end: a top-level place whatever was spliced before

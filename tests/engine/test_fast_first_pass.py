@@ -20,7 +20,6 @@ from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.outline import _nodes
 from cudalint.engine.first_pass.prefilter import (
     _STRING_OR_COMMENT,
-    HOLDING_NOTHING,
     Prefilter,
     _blank,
     _start,
@@ -29,10 +28,11 @@ from cudalint.engine.first_pass.prefilter import (
     without_prose,
 )
 from cudalint.engine.first_pass.sparse import first_line
-from cudalint.engine.lint.python import _deeper_than
 from cudalint.engine.reading.ast_parse import parse_quietly
+from cudalint.engine.reading.depth import HOLDING_NOTHING, deeper_than
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
+from tests.engine.nesting import libcst_depth
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(p for folder in ("src", "tests", "scripts", "benchmarks", "fixtures")
@@ -175,20 +175,10 @@ def test_a_walk_yields_each_node_before_those_it_holds() -> None:
 # --- the depth gate
 
 
-def _depth(tree: ast.AST) -> int:
-    deepest = 0
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
-
-
 def _gate_as_the_walk(data: bytes, tree: ast.Module, below: int = 12) -> None:
-    deepest = _depth(tree)
+    deepest = libcst_depth(tree, data)
     for limit in range(max(1, deepest - below), deepest + 2):
-        assert _deeper_than(tree, limit, data) is (deepest > limit), (limit, deepest)
+        assert deeper_than(tree, limit, data) is (deepest > limit), (limit, deepest)
 
 
 def test_the_gate_answers_as_the_full_walk_at_every_limit_near_a_real_files_depth() -> None:

@@ -239,24 +239,86 @@ _HEADERS = {
 }
 
 
+def _fixed_alone(tmp_path: Path, capsys, source: str) -> tuple[Path, str, list]:
+    """`source` fixed as `m.py` in a project of its own, which must compile: the project's
+    root, the fixed text and its statements."""
+    import ast
+
+    root = _project(tmp_path)
+    path = root / "m.py"
+    path.write_bytes(source.encode())
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
+    text = path.read_bytes().decode()
+    assert outcome.code == 0, (outcome, text)
+    compile(text, str(path), "exec")
+    return root, text, ast.parse(text).body
+
+
 @pytest.mark.parametrize("layout", list(_HEADERS))
 @pytest.mark.parametrize("character", _NOT_LINE_ENDS, ids=ascii)
 def test_a_header_comment_with_a_character_str_splitlines_ends_a_line_at(
         tmp_path, capsys, character, layout):
     import ast
 
-    root = _project(tmp_path)
-    path = root / "m.py"
-    path.write_text(_HEADERS[layout].format(c=character), encoding="utf-8")
-    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
-    text = path.read_text(encoding="utf-8")
-    assert outcome.code == 0, (outcome, text)
-    compile(text, str(path), "exec")
-    body = ast.parse(text).body
+    root, text, body = _fixed_alone(tmp_path, capsys, _HEADERS[layout].format(c=character))
     assert isinstance(body[0], ast.ImportFrom) and body[0].module == "__future__"
     assert any(isinstance(node, ast.ImportFrom) and node.module == "_device" for node in body)
     assert f"# header {character} more\n" in text  # the comment whole, nothing inside it
     assert _helper_missing(root) == []
+
+
+# Headers with no `from __future__`: the import goes after the header, never into a comment or
+# a docstring that holds the character (where the helper's name would stay unbound).
+_PLAIN_HEADERS = {
+    "comment before imports": "#!/usr/bin/env python\n# header {c} more\nimport torch\n"
+                              "model = torch.nn.Linear(1, 1).cuda()\n",
+    "comment, no imports": "# header {c} more\n# x\nmodel = Net().cuda()\n",
+    "docstring": '"""Doc {c} string."""\nmodel = Net().cuda()\n',
+    "docstring, then comment": '"""Doc."""\n# header {c} more\nmodel = Net().cuda()\n',
+    "CRLF": "# header {c} more\r\nimport torch\r\nmodel = Net().cuda()\r\n",
+}
+
+
+@pytest.mark.parametrize("layout", list(_PLAIN_HEADERS))
+@pytest.mark.parametrize("character", _NOT_LINE_ENDS, ids=ascii)
+def test_a_header_without_future_import_holding_a_character_str_splitlines_ends_a_line_at(
+        tmp_path, capsys, character, layout):
+    import ast
+
+    original = _PLAIN_HEADERS[layout].format(c=character)
+    root, text, body = _fixed_alone(tmp_path, capsys, original)
+    [imported] = [index for index, node in enumerate(body)
+                  if isinstance(node, ast.ImportFrom) and node.module == "_device"]
+    [used] = [index for index, node in enumerate(body) if "pick_device()" in ast.unparse(node)]
+    assert imported < used
+    kept = original.split("\n", 2)[:2] if "docstring" not in layout else original.split("\n")[:1]
+    assert all(line in text for line in kept)  # the header whole, nothing inside it
+    assert _helper_missing(root) == []
+
+
+@pytest.mark.parametrize("character", _NOT_LINE_ENDS, ids=ascii)
+def test_a_notebook_cell_header_with_a_character_str_splitlines_ends_a_line_at(
+        tmp_path, capsys, character):
+    import ast
+    import json
+
+    cell = f"# header {character} more\nimport torch\nmodel = torch.nn.Linear(1, 1).cuda()\n"
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
+                           "outputs": [], "source": cell}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = _project(tmp_path) / "nb.ipynb"
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
+    assert outcome.code == 0, outcome
+    [fixed] = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    source = "".join(fixed["source"])
+    compile(source, "cell", "exec")
+    assert source.startswith(f"# header {character} more\nimport torch\n")
+    body = ast.parse(source).body
+    [defined] = [index for index, node in enumerate(body)
+                 if isinstance(node, ast.FunctionDef) and node.name == "pick_device"]
+    [used] = [index for index, node in enumerate(body) if "pick_device()" in ast.unparse(node)]
+    assert defined < used
 
 
 def _broken_placement(monkeypatch: pytest.MonkeyPatch, how) -> None:
@@ -285,19 +347,72 @@ def test_a_fixed_file_that_would_not_compile_is_not_written(tmp_path, capsys, mo
     assert outcome.code == 2
 
 
-def test_a_fixed_file_whose_helper_import_is_lost_is_not_written(tmp_path, capsys,
-                                                                 monkeypatch):
-    root = _project(tmp_path)
-    path = root / "m.py"
-    path.write_text(_FUTURE)
-    _broken_placement(monkeypatch, lambda code: code.replace(
-        "from _device import pick_device\n", "# from _device import pick_device\n"))
-    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
-    assert outcome.errors("m.py") == [
-        "not written: the fixed file would not bind pick_device, which it uses; "
-        "a bug in cudalint"]
-    assert path.read_text() == _FUTURE
+def _notebook(root: Path, *cells: str) -> Path:
+    import json
+
+    path = root / "nb.ipynb"
+    path.write_text(json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                   "source": cell} for cell in cells],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    return path
+
+
+def test_a_fixed_notebook_cell_that_would_not_compile_is_not_written(tmp_path, capsys,
+                                                                     monkeypatch):
+    path = _notebook(_project(tmp_path), "await setup()\n", _FUTURE)
+    original = path.read_text()
+    _broken_placement(monkeypatch, lambda code: "import os\n" + code
+                      if "__future__" in code else code)
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
+    [error] = outcome.errors("nb.ipynb")  # (the cell with top-level await compiles, as in IPython)
+    assert error.startswith("not written: the fixed cell 2 would not compile: from __future__ ")
+    assert path.read_text() == original
     assert outcome.code == 2
+
+
+@pytest.mark.parametrize(("name", "lost", "message"), [
+    ("m.py", ("from _device import pick_device\n", "# from _device import pick_device\n"),
+     "the fixed file would not bind pick_device, which it uses"),
+    ("nb.ipynb", ("def pick_device(", "def lost("),
+     "the fixed notebook would not bind pick_device, which its cells use"),
+])
+def test_a_fixed_file_whose_helper_is_lost_is_not_written(tmp_path, capsys, monkeypatch,
+                                                          name, lost, message):
+    root = _project(tmp_path)
+    if name.endswith(".ipynb"):  # (a notebook's helper is inline, after the cells' imports)
+        path = _notebook(root, "import torch\n", "model = Net().cuda()\n")
+    else:
+        path = root / name
+        path.write_text(_FUTURE)
+    original = path.read_text()
+    _broken_placement(monkeypatch, lambda code: code.replace(*lost))
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert outcome.errors(name) == [f"not written: {message}; a bug in cudalint"]
+    assert path.read_text() == original
+    assert outcome.code == 2
+
+
+def test_a_file_the_compiler_refuses_as_read_is_fixed_all_the_same(tmp_path, capsys):
+    """`ast` reads a `break` outside a loop, CPython's compiler refuses it: the file's own
+    error, which the fix keeps, is no reason to leave the fix unwritten."""
+    root = _project(tmp_path)
+    source = "import torch\nmodel = Net().cuda()\nbreak\n"
+    path = root / "m.py"
+    path.write_text(source)
+    notebook = _notebook(root, "import torch\n", "model = Net().cuda()\nbreak\n")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(root))
+    assert outcome.errors("m.py") == outcome.errors("nb.ipynb") == []
+    assert_fixed(path)
+    assert "model = Net().to(pick_device())\\nbreak\\n" in notebook.read_text()
+
+
+def test_a_notebook_fixed_soundly_is_written(tmp_path, capsys):
+    path = _notebook(_project(tmp_path), "await setup()\n", "import torch\n",
+                     "model = Net().cuda()\n")
+    outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
+    assert outcome.code == 0, outcome
+    assert "pick_device()" in path.read_text()
 
 
 # --- item 2: an editor's save during the rename ---------------------------------------------

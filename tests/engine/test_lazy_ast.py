@@ -16,7 +16,8 @@ from cudalint.engine.first_pass import lazy_ast
 from cudalint.engine.first_pass.lazy_ast import is_placeholder
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.sparse import Hidden, first_line, units_of
-from cudalint.engine.lint.python import MAX_DEPTH, TOO_DEEP, _compiled, lint_python
+from cudalint.engine.lint.python import _compiled, lint_python
+from cudalint.engine.reading.depth import MAX_DEPTH, TOO_DEEP
 from cudalint.engine.walk.context import Settings
 from cudalint.rules import all_rules
 

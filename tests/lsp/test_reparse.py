@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.training_file import training_file
-from cudalint.engine.lint.python import too_deep
 from cudalint.engine.reading.ast_parse import parse_quietly
+from cudalint.engine.reading.depth import too_deep
 from cudalint.lsp.reparse import Reparser
 
 ROOT = Path(__file__).resolve().parents[2]

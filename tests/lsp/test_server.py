@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from cudalint.engine.reading.depth import TOO_DEEP
 from cudalint.runtime.helper import write_helper
+from tests.engine.test_deep_chains import DEEP
 from tests.lsp.client import Client, Document, cli_fixed
 
 TWO_PROBLEMS = (
@@ -142,6 +144,23 @@ def test_syntax_error_is_a_diagnostic_and_the_server_lives_on(
     assert "code" not in error
     assert doc.actions(error) == []
     assert [d["code"] for d in doc.change("def f():\n    x.cuda()\n")] == ["CUD102"]
+
+
+@pytest.mark.parametrize("name", list(DEEP))
+def test_a_deep_chain_is_one_diagnostic_and_the_server_lives_on(
+    server: Client, workspace: Path, name: str
+) -> None:
+    """Chains that `ast` keeps flat and LibCST nests (an 8,000-term `and`): the server
+    segfaulted in LibCST's native parser."""
+    doc = Document(server, workspace / f"{name}.py", DEEP[name])
+    [error] = doc.diagnostics()
+    assert error["message"] == TOO_DEEP
+    assert error["severity"] == 1
+    assert [d["code"] for d in doc.change("x.cuda()\n")] == ["CUD102"]
+    # and an edit that makes it deep again, read incrementally from the shallow text
+    [again] = doc.change("x.cuda()\n" + DEEP[name])
+    assert again["message"] == TOO_DEEP
+    assert server.process.poll() is None
 
 
 def test_configuration_is_read_and_reloaded_on_save(server: Client, workspace: Path) -> None:

@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from itertools import takewhile
 
-from cudalint.engine.lint.python import too_deep
 from cudalint.engine.reading.ast_parse import parse_quietly
+from cudalint.engine.reading.depth import too_deep
 
 _COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
 

@@ -5,7 +5,6 @@ failure into the file's error line. Hands the running stage one report per file.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -136,9 +135,11 @@ def finish_fix(
         return report
     if job.options.in_memory:
         return report
-    unsound = unsound_fix(job, fixed) if job.kind is FileKind.PYTHON else None
-    if unsound is not None:
-        return left_as_it_was(job, f"not written: {unsound}", checker)
+    from cudalint.engine.checkers.soundness import unsound  # only where a fix is written
+
+    reason = unsound(job.kind, fixed, job.data, job.path)
+    if reason is not None:
+        return left_as_it_was(job, f"not written: {reason}", checker)
     from cudalint.engine.fixes.writer import WriteError, write_fixed  # tempfile: only to write
 
     try:
@@ -151,55 +152,6 @@ def finish_fix(
         return left_as_it_was(job, str(error), checker)
     report.written = True
     return report
-
-
-def unsound_fix(job: Job, fixed: bytes) -> str | None:
-    """Why the fixed file must not be written, if it must not: CPython does not compile it
-    (an import put above `from __future__`), or a helper name it reads is bound nowhere in it
-    though it was in the file as read (an import put inside a comment). A last check, on each
-    file a fix changed, of what the fixer must never do."""
-    import ast  # (the check of the file imported it already)
-    import warnings
-
-    try:
-        with warnings.catch_warnings():  # `"\d"`: the file's own, reported by no one here
-            warnings.simplefilter("ignore")
-            compile(fixed, str(job.path), "exec", dont_inherit=True)
-            tree = ast.parse(fixed)
-    except (SyntaxError, ValueError) as error:
-        line = getattr(error, "lineno", None)
-        where = f" (line {line})" if line else ""
-        detail = error.msg if isinstance(error, SyntaxError) else str(error)
-        return f"the fixed file would not compile: {detail}{where}; a bug in cudalint"
-    unbound = _unbound_helpers(tree)
-    if unbound:
-        with contextlib.suppress(SyntaxError, ValueError):
-            unbound -= _unbound_helpers(ast.parse(job.data))
-    if unbound:
-        names = ", ".join(sorted(unbound))
-        return f"the fixed file would not bind {names}, which it uses; a bug in cudalint"
-    return None
-
-
-def _unbound_helpers(tree: Any) -> set[str]:
-    """The device helper's names (cudalint.runtime.helper) the module reads and binds nowhere."""
-    import ast
-
-    from cudalint.runtime.helper import known_helpers
-
-    helpers = known_helpers()
-    read: set[str] = set()
-    bound: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).partition(".")[0] for alias in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-    return (read & helpers) - bound
 
 
 def left_as_it_was(job: Job, reason: str, checker: Checker, *,

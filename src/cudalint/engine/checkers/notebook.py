@@ -24,7 +24,7 @@ from cudalint.engine.lint.autofix import FixError, fix_python
 from cudalint.engine.lint.foreseen import foreseen
 from cudalint.engine.lint.python import BOM, error_finding, lint_python
 from cudalint.engine.locate import noqa
-from cudalint.engine.reading.cells import Cell, read_cell, unmasked
+from cudalint.engine.reading.cells import Cell, cell_text, read_cell, unmasked
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind, SourceFile
 
@@ -46,7 +46,7 @@ def check_notebook(job: Job) -> FileReport:
     for index, raw in enumerate(cells, start=1):
         if not isinstance(raw, dict) or raw.get("cell_type") != "code":
             continue
-        text_of_cell = _source(raw)
+        text_of_cell = cell_text(raw)
         if text_of_cell is None:  # a fix would write the cell back without what it cannot read
             findings.append(error_finding(job.path, _MALFORMED_SOURCE).replace(cell=index))
             continue
@@ -118,14 +118,6 @@ def _field(metadata: dict[str, Any], table: str, key: str) -> object:
 
 
 _MALFORMED_SOURCE = "cell `source` is not text nor a list of strings; cell not checked"
-
-
-def _source(cell: dict[str, Any]) -> str | None:
-    """The cell's text; None when its `source` is neither a string nor a list of strings."""
-    source = cell.get("source", "")
-    if isinstance(source, list) and all(isinstance(part, str) for part in source):
-        return "".join(source)
-    return source if isinstance(source, str) else None
 
 
 def _as_stored(text: str, original: object) -> str | list[str]:

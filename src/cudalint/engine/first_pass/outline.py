@@ -24,7 +24,6 @@ import libcst as cst
 from cudalint.engine.first_pass.lazy_ast import is_placeholder
 from cudalint.engine.first_pass.prefilter import (
     BLOCK_FIELDS,
-    HOLDING_NOTHING,
     PROBE_PATTERN,
     Follower,
     Prefilter,
@@ -35,6 +34,7 @@ from cudalint.engine.first_pass.prefilter import (
 from cudalint.engine.first_pass.runs import Run, runs_of
 from cudalint.engine.first_pass.sparse import Unit, first_line, units_of
 from cudalint.engine.reading.ast_parse import parse_quietly
+from cudalint.engine.reading.depth import HOLDING_NOTHING
 
 _SKIPPABLE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 

@@ -56,9 +56,6 @@ _NESTING_FSTRINGS = sys.version_info >= (3, 12)
 _FSTRING = re.compile(rb"(?<![A-Za-z0-9_])[rRbB]?[fFtT][rRbB]?['\"]")
 # The fields of an `ast` statement that hold blocks of statements.
 BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
-# The `ast` nodes that hold nothing, and that no question of the first pass is about (`Load`,
-# `Add`): a walk need not enter them.
-HOLDING_NOTHING = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 # An escape that can put an identifier's letters into a string's value (`\x74`, `\u0074`,
 # `\N{...}`, octal), or a backslash-newline that joins two parts of one.
 LETTER_ESCAPE = re.compile(r"\\[xuUN0-7\r\n]")

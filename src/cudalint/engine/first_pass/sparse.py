@@ -24,6 +24,7 @@ import libcst as cst
 
 from cudalint.engine.first_pass.lazy_ast import Placeholder
 from cudalint.engine.first_pass.prefilter import BLOCK_FIELDS, identifiers
+from cudalint.engine.reading import depth
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -193,8 +194,8 @@ class Hidden:
         if segment is None:
             return None
         try:
-            return cst.parse_expression(f"({segment})")
-        except (cst.ParserSyntaxError, ValueError, RecursionError):
+            return depth.parse_expression(f"({segment})")
+        except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
             return None
 
 

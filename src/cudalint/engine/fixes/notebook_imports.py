@@ -11,6 +11,7 @@ import libcst as cst
 
 from cudalint.engine.fixes import imports
 from cudalint.engine.fixes.imports import Layout, Needs
+from cudalint.engine.reading import depth
 from cudalint.engine.reading.cells import read_cell, unmasked
 
 
@@ -55,7 +56,7 @@ def _text(source: object) -> str:
 
 def _parse(text: str) -> cst.Module | None:
     try:
-        return cst.parse_module(text)
+        return depth.parse_module(text)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):
         return None
 

@@ -6,7 +6,6 @@ import ast
 import codecs
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +14,7 @@ from libcst.metadata import CodeRange
 
 from cudalint.engine.first_pass import lazy_ast
 from cudalint.engine.first_pass.outline import Outline, hidden_parts, named, outline, stand_ins
-from cudalint.engine.first_pass.prefilter import HOLDING_NOTHING, Prefilter
+from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.first_pass.runs import Run, Tables, blank_runs
 from cudalint.engine.first_pass.sparse import Hidden, Unit, blank, leaves, units_of
 from cudalint.engine.fixes.fixer import EditPlanner
@@ -23,6 +22,7 @@ from cudalint.engine.locate import noqa
 from cudalint.engine.locate.positions import StatementPositions, whole_module_positions
 from cudalint.engine.reading import trusted_parse
 from cudalint.engine.reading.ast_parse import parse_quietly
+from cudalint.engine.reading.depth import BOM, MAX_DEPTH, TOO_DEEP, deeper_than
 from cudalint.engine.report import NodeFix, Report
 from cudalint.engine.walk.context import PythonContext, Settings
 from cudalint.engine.walk.traversal import walk
@@ -31,8 +31,6 @@ from cudalint.runtime.helper import inline_rows
 
 if TYPE_CHECKING:
     from cudalint.engine.contract import PythonRule
-
-BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -71,13 +69,7 @@ def _parse_cst(source: bytes, path: Path) -> cst.Module | Finding:
     except ValueError as error:  # LibCST: a form feed in indentation, and the like
         return error_finding(path, f"LibCST cannot read this file: {one_line(error)}")
     except RecursionError:
-        return error_finding(path, TOO_DEEP)
-
-
-# AST depth beyond which LibCST's recursive parser and visitors fail or slow to minutes
-# (199 nested calls, a 5,000-long attribute chain); the deepest file in torch is 43 levels.
-MAX_DEPTH = 120
-TOO_DEEP = f"code nested more than {MAX_DEPTH} levels deep; cudalint does not check this file"
+        return _too_deep(path)
 
 
 def _compiled(data: bytes, path: Path, tree: ast.Module | None = None,
@@ -98,10 +90,16 @@ def _compiled(data: bytes, path: Path, tree: ast.Module | None = None,
         except (ValueError, UnicodeDecodeError, LookupError) as error:
             return error_finding(path, f"could not decode the file: {one_line(error)}")
         except (RecursionError, MemoryError):
-            return error_finding(path, TOO_DEEP)
+            return _too_deep(path)
     if prefilter is not None:
         return tree
-    return error_finding(path, TOO_DEEP) if _deeper_than(tree, MAX_DEPTH, data) else tree
+    return _too_deep(path) if deeper_than(tree, MAX_DEPTH, data) else tree
+
+
+def _too_deep(path: Path) -> Finding:
+    """The error line of a file nested deeper than cudalint checks: valid Python that cudalint
+    could not check (exit 2)."""
+    return error_finding(path, TOO_DEEP, undone=True)
 
 
 def read_too_deep(tree: ast.Module, hidden: list[Unit], data: bytes) -> bool:
@@ -109,7 +107,7 @@ def read_too_deep(tree: ast.Module, hidden: list[Unit], data: bytes) -> bool:
     cudalint checks: a unit it does not read cannot hurt it, however deep."""
     skipped = frozenset(id(unit.node) for unit in hidden)
     read = [node for node in tree.body if id(node) not in skipped]
-    return _deeper_than(ast.Module(body=read, type_ignores=[]), MAX_DEPTH, data, skipped)
+    return deeper_than(ast.Module(body=read, type_ignores=[]), MAX_DEPTH, data, skipped)
 
 
 def _null_bytes_reason(data: bytes) -> str:
@@ -118,68 +116,6 @@ def _null_bytes_reason(data: bytes) -> str:
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "not UTF-8 (UTF-16 text); not checked"
     return "not Python source: it contains null bytes (UTF-16 text or binary); not checked"
-
-
-def too_deep(tree: ast.AST, data: bytes) -> bool:
-    """Whether `tree` (read from `data`) is nested deeper than cudalint checks (MAX_DEPTH)."""
-    return _deeper_than(tree, MAX_DEPTH, data)
-
-
-def _deeper_than(tree: ast.AST, limit: int, data: bytes,
-                 skipped: frozenset[int] = frozenset()) -> bool:
-    """Whether the tree is deeper than `limit`. Each level of an expression takes at least one
-    character of its text (`-x`, `a.b`, `f(x)`), and so does each level of a statement (a
-    block's header, an `except`), an argument or a pattern, but for a statement that is an
-    expression and nothing else (one more level): a node whose text is too short to reach
-    the limit is not walked, which leaves most of a file's nodes alone; nor is a context or
-    an operator (`Load`, `Add`), which holds nothing. `skipped`: the ids of nodes not to
-    walk (methods LibCST does not read)."""
-    starts = list(accumulate(map(len, data.splitlines(keepends=True)), initial=0))
-    stack = [(tree, 1)]
-    while stack:
-        node, depth = stack.pop()
-        for name in node._fields:
-            value = getattr(node, name, None)
-            for child in value if isinstance(value, list) else (value,):
-                if not isinstance(child, ast.AST):
-                    continue
-                if depth >= limit:  # the child is deeper than the limit
-                    return True
-                if isinstance(child, HOLDING_NOTHING) or id(child) in skipped:
-                    continue
-                margin = _margin(type(child))
-                if margin is None or depth + 1 + _span(child, starts) + margin > limit:  # type: ignore[arg-type]
-                    stack.append((child, depth + 1))
-    return False
-
-
-# How many levels more than the characters of its text a node of each kind may hold below it
-# (`_deeper_than`); the kinds without a position (`arguments`, `withitem`) are walked.
-_MARGINS: dict[type[ast.AST], int] = {ast.expr: 3, ast.stmt: 4, ast.arg: 4, ast.keyword: 4,
-                                      ast.alias: 4, ast.excepthandler: 4, ast.pattern: 4}
-Positioned = ast.expr | ast.stmt | ast.arg | ast.keyword | ast.alias | ast.excepthandler \
-    | ast.pattern
-_KIND_MARGINS: dict[type[ast.AST], int | None] = {}
-
-
-def _margin(kind: type[ast.AST]) -> int | None:
-    if kind not in _KIND_MARGINS:
-        _KIND_MARGINS[kind] = next((margin for base, margin in _MARGINS.items()
-                                    if issubclass(kind, base)), None)
-    return _KIND_MARGINS[kind]
-
-
-def _span(node: Positioned, starts: list[int]) -> int:
-    """At least the number of characters of the node's text (a function's or class's from
-    its first decorator)."""
-    end_line, end_column = node.end_lineno, node.end_col_offset
-    if end_line is None or end_column is None or end_line > len(starts) - 1:
-        return 1 << 30
-    decorators = getattr(node, "decorator_list", None)
-    first: Positioned = decorators[0] if decorators else node
-    if end_line == first.lineno:
-        return end_column - first.col_offset
-    return starts[end_line - 1] - starts[first.lineno - 1] + end_column
 
 
 def lint_python(
@@ -242,7 +178,7 @@ def _lint_tree(tree: ast.Module, data: bytes, path: Path, rules: Sequence[type[P
         return PythonResult([], units=every, checked=every)
     hidden, runs = parts
     if deferred and read_too_deep(tree, hidden, data):
-        return PythonResult([error_finding(path, TOO_DEEP)])
+        return PythonResult([_too_deep(path)])
     parsed = _parse_cst(blank_runs(blank(source, hidden), runs), path) if hidden or runs \
         else whole if whole is not None else _parse_cst(source, path)
     if isinstance(parsed, Finding) and (hidden or runs):  # never: blanking keeps it valid

@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from cudalint.engine.reading import depth
 from cudalint.engine.settings import SetupFacts
 from cudalint.engine.walk import visiting
 from cudalint.engine.walk.visiting import find_all
@@ -18,8 +19,8 @@ _CUDA_SOURCE = (".cu", ".cuh")
 
 def read_setup(text: str) -> SetupFacts:
     try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError:
+        module = depth.parse_module(text)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError):  # or too deep
         return SetupFacts(cuda_extensions=frozenset(_EXTENSION.findall(text)))
     reader = _SetupReader()
     visiting.visit(module, reader)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from cudalint.engine.reading.ast_parse import parse_quietly
 
@@ -35,6 +36,14 @@ class Cell:
     python: str | None  # None: not Python (`%%bash`, `%%html`)
     shell: str
     originals: dict[int, str] = field(default_factory=dict)  # placeholder -> masked lines
+
+
+def cell_text(cell: dict[str, Any]) -> str | None:
+    """The cell's text; None when its `source` is neither a string nor a list of strings."""
+    source = cell.get("source", "")
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    return source if isinstance(source, str) else None
 
 
 def read_cell(text: str) -> Cell:
