@@ -37,8 +37,11 @@ def test_the_version_is_written_once() -> None:
 
 def test_the_changelog_tops_with_this_version() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    first = re.search(r"^## (\S+)", changelog, re.M)
-    assert first and first.group(1) == VERSION
+    headings = re.findall(r"^## (\S+)", changelog, re.M)
+    # Keep a Changelog: what is merged but not released sits under "Unreleased", above the
+    # release this tree's version names, which comes next.
+    released = headings[1:] if headings[:1] == ["Unreleased"] else headings
+    assert released and released[0] == VERSION
 
 
 def test_the_readme_precommit_block_names_this_release() -> None:
