@@ -7,6 +7,7 @@ the test (a bounded, derandomized run) and scripts/fuzz.py."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -111,23 +112,41 @@ def _lines(source: str) -> list[str]:
     return [line for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", source) if line]
 
 
+@functools.cache
+def _generated() -> st.SearchStrategy[str]:
+    """hypothesmith's strategy of Python modules, made once: making it builds an LALR parser of
+    Python's grammar (lark), which made every draw cost seconds."""
+    return hypothesmith.from_grammar()
+
+
 @st.composite
 def programs(draw: st.DrawFn, *, aliased_methods: bool = False) -> str:
     """A generated module with CUDA lines and tables spliced between its top-level
     statements; with `aliased_methods`, one of the classes of `ALIASED_METHODS` too, after
     the aliases' import, at the module's end."""
-    generated = draw(hypothesmith.from_grammar())
+    generated = draw(_generated())
     lines = _lines(generated)
     cuts = [0, *(i for i, line in enumerate(lines, 1) if line[:1] not in " \t#"), len(lines)]
     spliced = st.one_of(st.sampled_from(CUDA_LINES), tables(), odd_lines(), deep_lines())
+    valid = _compiles("".join(lines))
     for line in draw(st.lists(spliced, max_size=4)):
         at = draw(st.sampled_from(cuts))
         lines.insert(at, _after(lines[at - 1 : at], line))
+        if valid and not _compiles("".join(lines)):  # a cut inside a statement: `try:A` then
+            del lines[at]                              # `except:` on the next line
     if aliased_methods:  # at the end: a top-level place whatever was spliced before
         lines.append(_after(lines[-1:], "from torch.cuda import synchronize as sync\n"
                             "import torch.cuda as tc\n\n\n"
                             + draw(st.sampled_from(ALIASED_METHODS))))
     return "".join(lines)
+
+
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "generated.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _after(before: list[str], text: str) -> str:
