@@ -201,3 +201,20 @@ def test_a_layer_sized_by_a_defaulted_argument_takes_the_default(
     assert "return Encoder()" in text  # no argument to guess
     code, report, _, err = smoke(f"{written}:train_step")
     assert code == 0 and report is not None and report["verdict"] == "pass", err
+
+
+@pytest.mark.parametrize("name", ["pipe.py", "settings.yaml"])
+def test_a_fifo_in_the_project_is_never_opened(tmp_path: Path, name: str) -> None:
+    """The project is read as `check` reads it: a FIFO named like a source or a config file
+    is passed over, not waited on (a child with a time limit: a wait would block forever)."""
+    import os
+
+    project = _copy("demo", tmp_path)
+    os.mkfifo(project / name)
+    program = ("from cudalint.runtime.smoke.command import main\n"
+               f"raise SystemExit(main(['--init', {str(project / 'gen.py')!r}]))\n")
+    done = subprocess.run([sys.executable, "-c", program], env=subprocess_env(),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "class ResidualMLP" not in (project / "gen.py").read_text()
+    assert "ResidualMLP(" in (project / "gen.py").read_text()

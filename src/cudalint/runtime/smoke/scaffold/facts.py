@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cudalint.files import ReadError, read_regular
+
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist", "site-packages",
                            "venv", "env"})
 _MAX_FILES = 2000
@@ -113,9 +115,9 @@ def read_project(root: Path, skip: Path | None = None) -> ProjectFacts:
             _read_config(path, facts)
             continue
         try:
-            source = path.read_text(encoding="utf-8")
+            source = _text(path)
             module = ast.parse(source, filename=str(path))
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        except (ReadError, UnicodeDecodeError, SyntaxError, ValueError):
             continue
         facts.modules[path] = module
         facts.sources[path] = source
@@ -136,21 +138,22 @@ def _files(root: Path, skip: Path | None) -> Iterator[Path]:
             path = Path(folder) / name
             if path.suffix not in _CONFIG_SUFFIXES | {".py"} or path == skip:
                 continue
-            try:
-                if path.stat().st_size > _MAX_BYTES:
-                    continue
-            except OSError:
-                continue
             count += 1
             if count > _MAX_FILES:
                 return
             yield path
 
 
+def _text(path: Path) -> str:
+    """A file's UTF-8 text, read as `check` reads (regular files of at most _MAX_BYTES: a FIFO
+    or a device named like a source is never opened); ReadError or UnicodeDecodeError else."""
+    return read_regular(path, _MAX_BYTES).decode("utf-8")
+
+
 def _read_config(path: Path, facts: ProjectFacts) -> None:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = _text(path).splitlines()
+    except (ReadError, UnicodeDecodeError):
         return
     for number, line in enumerate(lines, 1):
         match = _CONFIG_LINE.match(line)
