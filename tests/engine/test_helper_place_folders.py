@@ -67,3 +67,34 @@ def test_a_package_below_plain_folders_follows_how_the_project_imports_it(tmp_pa
     (other / "main.py").write_text("import lab.models.sampling.m\n")
     place = helper_place.helper_place(module, helper_place.FileKind.PYTHON, other)
     assert (place.module, place.path) == ("_device", other / "_device.py")
+
+
+def _place(path: Path, root: Path) -> tuple[str, Path | None]:
+    found = helper_place.helper_place(path, helper_place.FileKind.PYTHON, root)
+    return found.module, found.path
+
+
+def test_root_scripts_use_the_one_root_package_else_a_root_helper(tmp_path):
+    one = tmp_path / "one"
+    _package(one / "models")
+    _package(one / "tests")  # not the project's code: it does not count
+    (one / "train.py").write_text("import models.m\n")
+    assert _place(one / "train.py", one) == ("models._device", one / "models" / "_device.py")
+    several = tmp_path / "several"
+    _package(several / "configs")
+    _package(several / "models")
+    (several / "train.py").write_text("import models.m\n")
+    # not the alphabetically first package's (configs._device): a helper beside the scripts
+    assert _place(several / "train.py", several) == ("_device", several / "_device.py")
+
+
+def test_a_plain_folder_imported_by_its_dotted_name_imports_the_root_helper(tmp_path):
+    (tmp_path / "field").mkdir()
+    (tmp_path / "field" / "utils.py").write_text("")
+    (tmp_path / "train.py").write_text("from field.utils import grid\n")
+    assert _place(tmp_path / "field" / "utils.py", tmp_path) == ("_device",
+                                                                 tmp_path / "_device.py")
+    # a plain folder nothing imports by name (`python tools/x.py` puts tools/ on the path)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "x.py").write_text("import field.utils\n")
+    assert _place(tmp_path / "tools" / "x.py", tmp_path) == (helper_place.INLINE.module, None)
