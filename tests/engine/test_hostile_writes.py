@@ -313,7 +313,7 @@ def test_a_notebook_cell_header_with_a_character_str_splitlines_ends_a_line_at(
     [fixed] = json.loads(path.read_text(encoding="utf-8"))["cells"]
     source = "".join(fixed["source"])
     compile(source, "cell", "exec")
-    assert source.startswith(f"# header {character} more\nimport torch\n")
+    assert source.startswith(f"# header {character} more\n# -- cudalint device helper")
     body = ast.parse(source).body
     [defined] = [index for index, node in enumerate(body)
                  if isinstance(node, ast.FunctionDef) and node.name == "pick_device"]
@@ -380,7 +380,7 @@ def test_a_fixed_notebook_cell_that_would_not_compile_is_not_written(tmp_path, c
 def test_a_fixed_file_whose_helper_is_lost_is_not_written(tmp_path, capsys, monkeypatch,
                                                           name, lost, message):
     root = _project(tmp_path)
-    if name.endswith(".ipynb"):  # (a notebook's helper is inline, after the cells' imports)
+    if name.endswith(".ipynb"):  # (a notebook's helper is inline, atop the cell using it)
         path = _notebook(root, "import torch\n", "model = Net().cuda()\n")
     else:
         path = root / name
