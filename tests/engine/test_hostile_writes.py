@@ -302,7 +302,7 @@ def test_a_notebook_cell_header_with_a_character_str_splitlines_ends_a_line_at(
     import ast
     import json
 
-    cell = f"# header {character} more\nimport torch\nmodel = torch.nn.Linear(1, 1).cuda()\n"
+    cell = f"# header {character} more\nmodel = torch.nn.Linear(1, 1).cuda()\n"
     notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
                            "outputs": [], "source": cell}],
                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
@@ -360,13 +360,13 @@ def _notebook(root: Path, *cells: str) -> Path:
 
 def test_a_fixed_notebook_cell_that_would_not_compile_is_not_written(tmp_path, capsys,
                                                                      monkeypatch):
-    path = _notebook(_project(tmp_path), "await setup()\n", _FUTURE)
+    path = _notebook(_project(tmp_path), "await setup()\n", "model = Net().cuda()\n")
     original = path.read_text()
-    _broken_placement(monkeypatch, lambda code: "import os\n" + code
-                      if "__future__" in code else code)
+    _broken_placement(monkeypatch, lambda code: code.replace("def pick_device(", "def (")
+                      if "__future__" not in code else code)
     outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
     [error] = outcome.errors("nb.ipynb")  # (the cell with top-level await compiles, as in IPython)
-    assert error.startswith("not written: the fixed cell 2 would not compile: from __future__ ")
+    assert error.startswith("not written: the fixed cell 2 would not compile: ")
     assert path.read_text() == original
     assert outcome.code == 2
 

@@ -106,7 +106,7 @@ def test_fix_keeps_the_layout(tmp_path, capsys, layout):
     outputs = [{"name": "stdout", "output_type": "stream", "text": ["Tesla V100 — ok\n"]}]
     cells = (
         _markdown("# Notes — café"),
-        _code(["!nvidia-smi\n", "import torch\n", "if True:\n", "    %time m = net.cuda()\n",
+        _code(["!nvidia-smi\n", "if True:\n", "    %time m = net.cuda()\n",
                "    x = m.cuda()"], outputs),
         _code("y = torch.ones(2).cuda()\n"),
         _code("print('unchanged')"),
@@ -124,8 +124,7 @@ def test_fix_keeps_the_layout(tmp_path, capsys, layout):
     expected["cells"][1]["source"] = [
         "!nvidia-smi\n",
         *inline_block(["pick_device"]).splitlines(keepends=True), "\n",
-        "import torch\n", "if True:\n", "    %time m = net.cuda()\n",
-        "    x = m.to(pick_device())"]
+        "if True:\n", "    %time m = net.cuda()\n", "    x = m.to(pick_device())"]
     expected["cells"][2]["source"] = "y = torch.ones(2).to(pick_device())\n"
     assert json.loads(fixed) == expected
     assert fixed == json.dumps(expected, **{"indent": 1, "ensure_ascii": False, **layout})
@@ -154,31 +153,22 @@ def _fixed_cells(tmp_path: Path, capsys, *cells: dict) -> list[str]:
     return ["".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]]
 
 
-def test_the_helper_goes_after_a_cells_magic_and_shell_lines(tmp_path, capsys):
-    """`!pip install` and `%load_ext` first, then the helper, then the cell's imports: the
-    helper is defined even where an import fails (the repository's package not installed)."""
-    sources = _fixed_cells(tmp_path, capsys, _code([
-        "!pip install -q timm\n", "%load_ext autoreload\n", "import torch\n",
-        "x = torch.ones(2).cuda()"]))
-    assert len(sources) == 1
-    lines = sources[0].splitlines()
-    assert lines[:2] == ["!pip install -q timm", "%load_ext autoreload"]
-    helper = inline_block(["pick_device"]).splitlines()
-    assert lines[2 : 2 + len(helper)] == helper
-    assert lines[2 + len(helper):] == ["", "import torch", "x = torch.ones(2).to(pick_device())"]
+def test_a_cell_that_imports_gets_the_helper_in_a_cell_just_before_it(tmp_path, capsys):
+    """Above the cell's imports the helper would make them E402; after them it is never
+    defined where one fails (the repository's package not installed): a cell of its own."""
+    cell = "!pip install -q timm\n%load_ext autoreload\nimport torch\nx = torch.ones(2).cuda()"
+    sources = _fixed_cells(tmp_path, capsys, _code("print('first')\n"), _code(cell))
+    assert sources == ["print('first')\n", inline_block(["pick_device"]).rstrip("\n"),
+                       cell.replace(".cuda()", ".to(pick_device())")]
 
 
-def test_the_helper_goes_above_the_imports_and_a_sys_path_set_up(tmp_path, capsys):
-    """Never between `import sys` and its `sys.path.append` (a new E402 there)."""
-    sources = _fixed_cells(tmp_path, capsys, _code([
-        "import os\n", "%env CUDA_VISIBLE_DEVICES=0\n", "import sys\n",
-        "sys.path.append('..')\n", "import torch\n", "m = net.cuda()"]))
-    lines = sources[0].splitlines()
-    helper = inline_block(["pick_device"]).splitlines()
-    assert lines[: len(helper)] == helper
-    assert lines[len(helper):] == ["", "import os", "%env CUDA_VISIBLE_DEVICES=0", "import sys",
-                                   "sys.path.append('..')", "import torch",
-                                   "m = net.to(pick_device())"]
+def test_the_helper_is_never_between_an_import_and_a_sys_path_set_up(tmp_path, capsys):
+    """Not between `import sys` and its `sys.path.append` (a new E402 there)."""
+    cell = ("import os\n%env CUDA_VISIBLE_DEVICES=0\nimport sys\nsys.path.append('..')\n"
+            "import torch\nm = net.cuda()")
+    sources = _fixed_cells(tmp_path, capsys, _code(cell))
+    assert sources == [inline_block(["pick_device"]).rstrip("\n"),
+                       cell.replace(".cuda()", ".to(pick_device())")]
 
 
 def test_the_helper_goes_in_the_first_cell_that_needs_it(tmp_path, capsys):

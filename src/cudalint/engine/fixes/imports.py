@@ -293,13 +293,13 @@ def add_edits(layout: Layout, needs: Needs, helper_module: str) -> list[LineEdit
                  if a.asname is None]
         merged = sorted({*names, *helpers})
         if len(names) == len(node.names):  # type: ignore[arg-type]
-            text = _from_import(helper_module, merged, layout.newline)
+            text = _from_import(helper_module, merged, layout.newline, setup is not None)
             edits.append(LineEdit(statement.first, statement.end, text))
             helpers = set()
     lines = [f"import {name}{layout.newline}" for name in sorted(needs.modules)]
     if helpers and setup is not None:
         edits.append(_insertion(layout, _from_import(helper_module, sorted(helpers),
-                                                     layout.newline), setup))
+                                                     layout.newline, True), setup))
     elif helpers:
         lines.append(_from_import(helper_module, sorted(helpers), layout.newline))
     if lines:
@@ -383,12 +383,16 @@ def _existing_helper_import(layout: Layout, helper_module: str,
     return None
 
 
-def _from_import(module: str, names: Sequence[str], newline: str) -> str:
+def _from_import(module: str, names: Sequence[str], newline: str,
+                 below_code: bool = False) -> str:
+    """The import line; `below_code`: below a module's sys.path set-up, where it must be,
+    which pycodestyle's E402 (an import below code) is told."""
+    noqa = "  # noqa: E402" if below_code else ""
     line = f"from {module} import {', '.join(names)}"
     if len(line) <= LINE_LENGTH:
-        return line + newline
+        return line + noqa + newline
     inner = "".join(f"    {name},{newline}" for name in names)
-    return f"from {module} import ({newline}{inner}){newline}"
+    return f"from {module} import ({noqa}{newline}{inner}){newline}"
 
 
 def _insertion(layout: Layout, text: str, after: int | None = None) -> LineEdit:

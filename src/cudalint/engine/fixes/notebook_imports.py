@@ -1,9 +1,10 @@
 """A fixed notebook imports what its fixes need once: in the first code cell that imports
 (after its imports) when no earlier cell needs the names, else in a new first code cell. Never
 in a cell that starts with a cell magic (`%%timeit`), which must stay the cell's first line.
-The inline helper (a notebook's, engine.project.helper_place) goes at the top of the first
-cell that needs it, after its leading magics and before its imports, so that it is defined
-whatever else fails."""
+The inline helper (a notebook's, engine.project.helper_place) goes before the first cell's
+code that needs it, so that it is defined whatever else fails (an import of that cell): at
+the top of that cell, after its leading magics, or, where the cell imports (the imports
+would follow code: E402) or starts with a cell magic, in a new cell just before it."""
 
 from __future__ import annotations
 
@@ -37,8 +38,10 @@ def add(cells: list[Any], changed: dict[int, str | list[str]], needs: Needs,
     first_use = min(changed)
     if helper_module == INLINE_MODULE and wanted.helpers:
         cell = read_cell(sources[first_use]) if first_use in sources else None
-        if cell is None or cell.python is None or sources[first_use].startswith("%%"):
-            # a cell magic stays its cell's first line: a cell of its own just before
+        if cell is None or cell.python is None or sources[first_use].startswith("%%") \
+                or _imports(cell.python):
+            # A cell magic stays its cell's first line; above a cell's imports the helper
+            # would make them E402: a cell of its own just before.
             return _insert_cell(cells, changed, first_use, wanted, helper_module)
         _set(cells, changed, first_use, _inline_on_top(sources[first_use], wanted.helpers))
         wanted = Needs(modules=wanted.modules)
@@ -86,6 +89,13 @@ def _inline_on_top(source: str, helpers: frozenset[str]) -> str:
     if skip and not lines[skip - 1].endswith(("\n", "\r")):
         text = "\n" + text
     return imports.apply(source, [imports.LineEdit(skip, skip, text)])
+
+
+def _imports(python: str) -> bool:
+    """Whether the cell imports at its top level (or cannot be read: as if it did)."""
+    module = _parse(python)
+    return module is None or bool(imports.imported_names(module)) or any(
+        isinstance(statement, cst.Try) for statement in module.body)
 
 
 def _readable(source: object) -> bool:
