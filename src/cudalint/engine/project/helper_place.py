@@ -17,11 +17,19 @@ The place follows how each fixed module is really imported, from the project's i
   a file loaded by path (`configs/*.py`), a file outside the project. Its fixes carry the
   helper inline (`INLINE_MODULE`, cudalint.runtime.helper.inline_block).
 
-The root is the nearest folder with a pyproject.toml or a .git at or above the file, within
-the run's project. The answer depends on the project's tree, never on which files a run was
-given, so fixing one file writes what fixing the whole tree writes for it.
-`helper = "..."` in [tool.cudalint] names another module (`"cudalint.device"` to depend on
-cudalint instead).
+The root is the run's project, or the nearest folder below it with a pyproject.toml, a
+setup.py or a .git at or above the file (a sub-project: its own helper, its tests inline;
+`sub_project_root`). A root is no package of its own files even with an `__init__.py`, and a
+folder whose name no import can spell (`my-repo/`) is never part of a module's name. Where
+something of the project's own answers to `_device` (a `_device.py` that is no helper copy, a
+`_device/` package, an extension; for a top-level helper, one in the importing file's own
+folder, which a script run by path finds first) the helper is `_cudalint_device`, else inline.
+A module that puts folders on sys.path itself imports the helper below that set-up
+(engine.fixes.imports.after_path_setup). The answer depends on the project's tree, never on
+which files a run was given, so fixing one file writes what fixing the whole tree writes for
+it. `helper = "..."` in [tool.cudalint] names another module (`"cudalint.device"` to depend
+on cudalint instead); one of the project's packages that does not exist yet is written there
+(`configured_helper_file`).
 """
 
 from __future__ import annotations
