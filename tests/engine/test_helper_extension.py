@@ -128,3 +128,23 @@ def test_a_class_of_a_sibling_module_with_its_own_cuda_is_not_moved_by_a_safe_fi
     _fix(capsys, root / "run.py")
     assert (root / "run.py").read_text() == source
     assert not (root / "_device.py").exists()
+
+
+def test_the_diff_of_an_edited_helper_only_adds(tmp_path, capsys):
+    root = _project(tmp_path)
+    (root / "a.py").write_text(MOVE)
+    _fix(capsys, root / "a.py")
+    helper = root / "_device.py"
+    helper.write_text(helper.read_text() + USER_FUNCTION)
+    (root / "b.py").write_text(SYNC)
+    main(["check", "--no-cache", "--diff", str(root / "b.py")])
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines)
+                 if line.startswith("--- ") and line.endswith("_device.py"))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("--- ")),
+               len(lines))
+    diff = lines[start + 2 : end]
+    assert "+def synchronize(device: Any = None) -> None:" in diff
+    assert '+    "synchronize",' in diff
+    assert not [line for line in diff if line.startswith("-")]  # nothing of theirs goes
+    assert helper.read_text().endswith(USER_FUNCTION)  # --diff writes nothing
