@@ -67,3 +67,88 @@ def test_a_package_below_plain_folders_follows_how_the_project_imports_it(tmp_pa
     (other / "main.py").write_text("import lab.models.sampling.m\n")
     place = helper_place.helper_place(module, helper_place.FileKind.PYTHON, other)
     assert (place.module, place.path) == ("_device", other / "_device.py")
+
+
+def _place(path: Path, root: Path) -> tuple[str, Path | None]:
+    found = helper_place.helper_place(path, helper_place.FileKind.PYTHON, root)
+    return found.module, found.path
+
+
+def test_root_scripts_use_the_one_root_package_else_a_root_helper(tmp_path):
+    one = tmp_path / "one"
+    _package(one / "models")
+    _package(one / "tests")  # not the project's code: it does not count
+    (one / "train.py").write_text("import models.m\n")
+    assert _place(one / "train.py", one) == ("models._device", one / "models" / "_device.py")
+    several = tmp_path / "several"
+    _package(several / "configs")
+    _package(several / "models")
+    (several / "train.py").write_text("import models.m\n")
+    # not the alphabetically first package's (configs._device): a helper beside the scripts
+    assert _place(several / "train.py", several) == ("_device", several / "_device.py")
+
+
+def test_a_plain_folder_imported_by_its_dotted_name_imports_the_root_helper(tmp_path):
+    (tmp_path / "field").mkdir()
+    (tmp_path / "field" / "utils.py").write_text("")
+    (tmp_path / "train.py").write_text("from field.utils import grid\n")
+    assert _place(tmp_path / "field" / "utils.py", tmp_path) == ("_device",
+                                                                 tmp_path / "_device.py")
+    # a plain folder nothing imports by name (`python tools/x.py` puts tools/ on the path)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "x.py").write_text("import field.utils\n")
+    assert _place(tmp_path / "tools" / "x.py", tmp_path) == (helper_place.INLINE.module, None)
+
+
+def test_a_project_root_with_an_init_is_no_package_of_its_scripts(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "train.py").write_text("import model\n")
+    assert _place(tmp_path / "train.py", tmp_path) == ("_device", tmp_path / "_device.py")
+    module = _package(tmp_path / "pkg")  # a package below it is still one
+    assert _place(module, tmp_path) == ("pkg._device", tmp_path / "pkg" / "_device.py")
+
+
+def test_a_folder_no_import_can_name_is_never_an_import_path(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    script = _package(tmp_path / "my-repo")
+    assert _place(script, tmp_path) == (helper_place.INLINE.module, None)
+    inner = _package(tmp_path / "my-repo" / "core")
+    assert _place(inner, tmp_path) == ("core._device", tmp_path / "my-repo" / "core" /
+                                       "_device.py")
+
+
+def test_a_sub_project_with_a_setup_py_is_a_root_of_its_own(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    _package(tmp_path / "mainpkg")
+    sub = tmp_path / "plugins" / "ext"
+    module = _package(sub / "extpkg")
+    (sub / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    (sub / "tests").mkdir()
+    (sub / "tests" / "test_ops.py").write_text("from extpkg.m import f\n")
+    assert _place(module, tmp_path) == ("extpkg._device", sub / "extpkg" / "_device.py")
+    # its tests run from the sub-project (or against it installed alone): inline
+    assert _place(sub / "tests" / "test_ops.py", tmp_path) == (helper_place.INLINE.module, None)
+    assert helper_place.sub_project_root(sub / "tests", tmp_path) == sub
+    assert helper_place.sub_project_root(tmp_path / "mainpkg", tmp_path) == tmp_path
+
+
+def test_a_device_package_or_module_of_the_projects_own_moves_the_helper(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    module = _package(tmp_path / "pkg")
+    (tmp_path / "pkg" / "_device").mkdir()  # a package beside: `import pkg._device` finds it
+    (tmp_path / "pkg" / "_device" / "__init__.py").write_text("KINDS = ()\n")
+    assert _place(module, tmp_path) == ("pkg._cudalint_device",
+                                        tmp_path / "pkg" / "_cudalint_device.py")
+    # a `_device` in the folder of a script that imports the root's helper comes first on
+    # its sys.path: the helper takes the other name
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "pyproject.toml").write_text("")
+    (other / "field").mkdir()
+    (other / "field" / "utils.py").write_text("")
+    (other / "field" / "_device.py").write_text("GPU = 0\n")
+    (other / "train.py").write_text("from field.utils import grid\n")
+    assert _place(other / "field" / "utils.py", other) == ("_cudalint_device",
+                                                           other / "_cudalint_device.py")
+    assert _place(other / "train.py", other) == ("_device", other / "_device.py")

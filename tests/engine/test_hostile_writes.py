@@ -302,7 +302,7 @@ def test_a_notebook_cell_header_with_a_character_str_splitlines_ends_a_line_at(
     import ast
     import json
 
-    cell = f"# header {character} more\nimport torch\nmodel = torch.nn.Linear(1, 1).cuda()\n"
+    cell = f"# header {character} more\nmodel = torch.nn.Linear(1, 1).cuda()\n"
     notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
                            "outputs": [], "source": cell}],
                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
@@ -313,7 +313,7 @@ def test_a_notebook_cell_header_with_a_character_str_splitlines_ends_a_line_at(
     [fixed] = json.loads(path.read_text(encoding="utf-8"))["cells"]
     source = "".join(fixed["source"])
     compile(source, "cell", "exec")
-    assert source.startswith(f"# header {character} more\nimport torch\n")
+    assert source.startswith(f"# header {character} more\n# -- cudalint device helper")
     body = ast.parse(source).body
     [defined] = [index for index, node in enumerate(body)
                  if isinstance(node, ast.FunctionDef) and node.name == "pick_device"]
@@ -360,13 +360,13 @@ def _notebook(root: Path, *cells: str) -> Path:
 
 def test_a_fixed_notebook_cell_that_would_not_compile_is_not_written(tmp_path, capsys,
                                                                      monkeypatch):
-    path = _notebook(_project(tmp_path), "await setup()\n", _FUTURE)
+    path = _notebook(_project(tmp_path), "await setup()\n", "model = Net().cuda()\n")
     original = path.read_text()
-    _broken_placement(monkeypatch, lambda code: "import os\n" + code
-                      if "__future__" in code else code)
+    _broken_placement(monkeypatch, lambda code: code.replace("def pick_device(", "def (")
+                      if "__future__" not in code else code)
     outcome = run(capsys, "check", "--fix", "--no-cache", str(path))
     [error] = outcome.errors("nb.ipynb")  # (the cell with top-level await compiles, as in IPython)
-    assert error.startswith("not written: the fixed cell 2 would not compile: from __future__ ")
+    assert error.startswith("not written: the fixed cell 2 would not compile: ")
     assert path.read_text() == original
     assert outcome.code == 2
 
@@ -380,7 +380,7 @@ def test_a_fixed_notebook_cell_that_would_not_compile_is_not_written(tmp_path, c
 def test_a_fixed_file_whose_helper_is_lost_is_not_written(tmp_path, capsys, monkeypatch,
                                                           name, lost, message):
     root = _project(tmp_path)
-    if name.endswith(".ipynb"):  # (a notebook's helper is inline, after the cells' imports)
+    if name.endswith(".ipynb"):  # (a notebook's helper is inline, atop the cell using it)
         path = _notebook(root, "import torch\n", "model = Net().cuda()\n")
     else:
         path = root / name

@@ -147,6 +147,101 @@ def helper_module_text(names: Iterable[str]) -> str:
     return "".join(out)
 
 
+class NotExtensible(ValueError):
+    """A helper module whose text cannot be extended without rewriting what its user wrote."""
+
+
+def extended_module_text(text: str, names: Iterable[str]) -> str:
+    """`text` (a helper module, perhaps edited by its user) with `names` and what they need
+    added. A text as `helper_module_text` wrote it is written again with every name (the
+    same names, the same bytes, whatever the order of the fixes that needed them); an edited
+    one keeps everything already there byte for byte: the missing definitions at its end
+    in device.py's order, the module imports they need after its last import, their public
+    names appended to a literal `__all__`. NotExtensible (the reason) where that cannot be
+    done safely: a text that does not parse, an `__all__` that is no list of strings."""
+    parts, imports, public = _parts()
+    have = module_names(text)
+    if text == helper_module_text(have):  # as written: the same names give the same bytes
+        return helper_module_text(have | frozenset(names))
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError) as error:
+        raise NotExtensible(f"it does not parse ({error})") from None
+    bound = _top_level_bound(tree)
+    missing = [name for name in closure(names) if name not in bound]
+    if not missing:
+        return text
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += newline
+    uses = frozenset().union(*(parts[n].uses for n in missing))
+    wanted_imports = [imports[n] for n in imports if n in uses and n not in bound]
+    if "Any" in uses and "Any" not in bound:
+        wanted_imports.append("from typing import Any")
+    exported = [n for n in public if n in missing]
+    edits: list[tuple[int, int, list[str]]] = []  # (first line, end line, new lines), 0-based
+    if exported and "__all__" in bound:
+        edits.append(_all_edit(tree, lines, exported, newline))
+    if wanted_imports:
+        at = _after_imports(tree)
+        edits.append((at, at, [line + newline for line in wanted_imports]))
+    for first, end, new in sorted(edits, reverse=True):
+        lines[first:end] = new
+    added = "".join(newline + newline + parts[n].text.replace("\n", newline) for n in missing)
+    body = "".join(lines)
+    extended = body + (added if body else added.lstrip("\r\n"))
+    try:
+        ast.parse(extended)
+    except (SyntaxError, ValueError):
+        raise NotExtensible("its extension would not parse") from None
+    return extended
+
+
+def _top_level_bound(tree: ast.Module) -> set[str]:
+    bound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound.update(t.id for t in targets if isinstance(t, ast.Name))
+    return bound
+
+
+def _all_edit(tree: ast.Module, lines: list[str], added: list[str],
+              newline: str) -> tuple[int, int, list[str]]:
+    """`__all__ = [...]` rewritten with `added` after its own entries."""
+    found = [node for node in tree.body if isinstance(node, ast.Assign)
+             and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)]
+    if len(found) != 1 or not isinstance(found[0].value, (ast.List, ast.Tuple)) \
+            or len(found[0].targets) != 1:
+        raise NotExtensible("its `__all__` is not one list of names")
+    node = found[0]
+    values = node.value.elts  # type: ignore[attr-defined]
+    if not all(isinstance(v, ast.Constant) and isinstance(v.value, str) for v in values):
+        raise NotExtensible("its `__all__` is not one list of names")
+    assert node.end_lineno is not None
+    if lines[node.end_lineno - 1].rstrip("\r\n").rstrip()[-1:] not in ("]", ")"):
+        raise NotExtensible("its `__all__` ends in a comment")
+    names = [*(v.value for v in values), *added]
+    listed = "".join(f'    "{name}",{newline}' for name in names)
+    return node.lineno - 1, node.end_lineno, [f"__all__ = [{newline}{listed}]{newline}"]
+
+
+def _after_imports(tree: ast.Module) -> int:
+    """The line after the module's last top-level import (else after its docstring)."""
+    last: ast.stmt | None = None
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            last = node
+    if last is None and tree.body and isinstance(tree.body[0], ast.Expr):
+        last = tree.body[0]
+    return 0 if last is None or last.end_lineno is None else last.end_lineno
+
+
 def module_names(text: str) -> frozenset[str]:
     """The helper names a helper module's text defines (a copy written by any version)."""
     try:

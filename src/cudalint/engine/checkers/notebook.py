@@ -224,7 +224,8 @@ def dump(notebook: Any, original: str) -> str:
         whitespace = indent_match.group(1)
         indent = len(whitespace) if set(whitespace) == {" "} else whitespace
     compact = indent is None and not re.match(r"\{\s*\"[^\"]*\"\s*:\s", original)
-    separators = (",", ":") if compact else (",", ": ")
+    # one line: json's own `, ` between items (an indented layout ends its lines after `,`)
+    separators = (",", ":") if compact else (", " if indent is None else ",", ": ")
     text = json.dumps(notebook, indent=indent, separators=separators,
                       ensure_ascii=_escapes_non_ascii(original))
     if "\r\n" in original:

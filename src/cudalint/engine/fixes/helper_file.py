@@ -5,10 +5,12 @@ SIGTERM, SIGKILL, a full disk) no file imports a helper that is not there.
 Its folder is locked (`flock`) while the helper is read and written: the worker processes of
 a run, and two runs, extend it one at a time. It is created whole or not at all (a temporary
 file linked into place, which fails where anything is at its name, a dangling link included),
-and extended through the writer (engine.fixes.writer). Nothing is written through a symbolic
-link, into a folder that resolves elsewhere (outside the project: the place is a real folder),
-into a read-only folder, or over a file that is not a copy of the helper: each is a WriteError
-naming the helper, and the file importing it is not written either.
+and extended through the writer (engine.fixes.writer): the missing functions are added to its
+text, everything its user wrote in it kept (a text that cannot be extended so is a
+WriteError). Nothing is written through a symbolic link, into a folder that resolves
+elsewhere (outside the project: the place is a real folder), into a read-only folder, or over
+a file that is not a copy of the helper: each is a WriteError naming the helper, and the file
+importing it is not written either.
 """
 
 from __future__ import annotations
@@ -83,8 +85,24 @@ def _ensure(path: Path, names: frozenset[str]) -> bool:
     have = _defined(data)
     if names <= have:
         return False
-    write_fixed(path, helper_module_text(names | have).encode(), data)
+    write_fixed(path, extended(data, names), data)
     return True
+
+
+def extended(data: bytes, names: frozenset[str]) -> bytes:
+    """The helper `data` with `names` added, what its user wrote in it kept byte for byte
+    (cudalint.runtime.helper.extended_module_text); WriteError where that cannot be done."""
+    from cudalint.runtime.helper import NotExtensible, extended_module_text
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise WriteError("not written: it is not UTF-8 text, and cannot be extended") from None
+    try:
+        return extended_module_text(text, names).encode("utf-8")
+    except NotExtensible as error:
+        raise WriteError(f"not written: it cannot be extended with {', '.join(sorted(names))}"
+                         f" and keep what is written in it: {error}") from None
 
 
 def _read_helper(path: Path) -> bytes | None:

@@ -280,9 +280,11 @@ def add_edits(layout: Layout, needs: Needs, helper_module: str) -> list[LineEdit
         return []
     edits: list[LineEdit] = []
     helpers = set(needs.helpers)
+    setup = after_path_setup(layout)  # the helper is imported where the project's code is
     if helper_module == INLINE_MODULE and helpers:
         block = inline_block(sorted(helpers), inline_defined(layout.module), layout.newline)
-        edits.append(_insertion(layout, (layout.newline if layout.nodes else "") + block))
+        edits.append(_insertion(layout, (layout.newline if layout.nodes else "") + block,
+                                setup))
         helpers = set()
     existing = _existing_helper_import(layout, helper_module)
     if existing is not None and helpers:
@@ -291,15 +293,83 @@ def add_edits(layout: Layout, needs: Needs, helper_module: str) -> list[LineEdit
                  if a.asname is None]
         merged = sorted({*names, *helpers})
         if len(names) == len(node.names):  # type: ignore[arg-type]
-            text = _from_import(helper_module, merged, layout.newline)
+            text = _from_import(helper_module, merged, layout.newline, setup is not None)
             edits.append(LineEdit(statement.first, statement.end, text))
             helpers = set()
     lines = [f"import {name}{layout.newline}" for name in sorted(needs.modules)]
-    if helpers:
+    if helpers and setup is not None:
+        edits.append(_insertion(layout, _from_import(helper_module, sorted(helpers),
+                                                     layout.newline, True), setup))
+    elif helpers:
         lines.append(_from_import(helper_module, sorted(helpers), layout.newline))
     if lines:
         edits.append(_insertion(layout, "".join(lines)))
     return edits
+
+
+# A statement that changes the import path: `sys.path.append(str(ROOT))`, `if ... not in
+# sys.path: sys.path.insert(0, ...)`, `site.addsitedir(...)`.
+_PATH_SETUP = re.compile(r"\bsys\s*\.\s*path\b|\bsite\s*\.\s*addsitedir\b")
+_MAIN_GUARD = re.compile(r"\s*if\s+__name__\s*==")
+_DEFINITION = re.compile(r"\s*(?:@|def\s|async\s+def\s|class\s)")
+_IMPORT_LINE = re.compile(r"\s*(?:import|from)\s")
+
+
+def after_path_setup(layout: Layout) -> int | None:
+    """Where the helper's import goes in a module that puts folders on `sys.path` itself
+    before importing the project's modules (`sys.path.append(str(ROOT))`, then
+    `from utils.general import ...`): the index of the statement it follows, the last import
+    of the block after the last such set-up (the set-up itself where no import follows);
+    None where the module has none (the leading import block is the place). Set-ups inside
+    functions, and from the `if __name__ == "__main__":` block on, do not count."""
+    if not _imports_path_modules(layout.nodes):
+        return None
+    setup: int | None = None
+    for index, node in enumerate(layout.nodes):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        text = _statement_text(layout, index)
+        if _MAIN_GUARD.match(text):
+            break
+        if not _DEFINITION.match(text) and _PATH_SETUP.search(text):
+            setup = index
+    if setup is None:
+        return None
+    after, seen_import = setup, False
+    for index in range(setup + 1, len(layout.nodes)):
+        text = _statement_text(layout, index)
+        is_import = _is_import_block_statement(layout.nodes[index]) \
+            or bool(_IMPORT_LINE.match(text))
+        if is_import:
+            after, seen_import = index, True
+        elif seen_import or _DEFINITION.match(text) or _MAIN_GUARD.match(text):
+            break
+    return after
+
+
+def _imports_path_modules(nodes: Sequence[cst.BaseStatement]) -> bool:
+    """Whether the module imports `sys` or `site` at its top level (no code generated)."""
+    for node in nodes:
+        found = _import_of(node)
+        if found is None and isinstance(node, (cst.If, cst.Try)):
+            return True  # an import inside: the statements' texts tell
+        if isinstance(found, cst.Import) and any(
+                dotted_name(alias.name) in ("sys", "site") for alias in found.names):
+            return True
+        if isinstance(found, cst.ImportFrom) and found.module is not None \
+                and dotted_name(found.module) in ("sys", "site"):
+            return True
+    return False
+
+
+def _statement_text(layout: Layout, index: int) -> str:
+    """The statement's own text (a unit the first pass blanked is read in the file's lines;
+    without them only this statement's code is generated)."""
+    if layout.lines is not None:
+        statement = layout.statement(index)
+        return "".join(layout.lines[statement.first : statement.end])
+    node = layout.nodes[index]
+    return layout.module.code_for_node(node.with_changes(leading_lines=()))  # type: ignore[call-arg]
 
 
 def _existing_helper_import(layout: Layout, helper_module: str,
@@ -313,20 +383,24 @@ def _existing_helper_import(layout: Layout, helper_module: str,
     return None
 
 
-def _from_import(module: str, names: Sequence[str], newline: str) -> str:
+def _from_import(module: str, names: Sequence[str], newline: str,
+                 below_code: bool = False) -> str:
+    """The import line; `below_code`: below a module's sys.path set-up, where it must be,
+    which pycodestyle's E402 (an import below code) is told."""
+    noqa = "  # noqa: E402" if below_code else ""
     line = f"from {module} import {', '.join(names)}"
     if len(line) <= LINE_LENGTH:
-        return line + newline
+        return line + noqa + newline
     inner = "".join(f"    {name},{newline}" for name in names)
-    return f"from {module} import ({newline}{inner}){newline}"
+    return f"from {module} import ({noqa}{newline}{inner}){newline}"
 
 
-def _insertion(layout: Layout, text: str) -> LineEdit:
-    """`text` placed after the leading import block, or after the docstring, `__future__`
-    imports and dunders when the module imports nothing there."""
+def _insertion(layout: Layout, text: str, after: int | None = None) -> LineEdit:
+    """`text` placed after the statement `after`, else after the leading import block, or
+    after the docstring, `__future__` imports and dunders when the module imports nothing
+    there."""
     nodes = layout.nodes
-    after: int | None = None  # index of the statement the imports follow
-    for index, node in enumerate(nodes):
+    for index, node in enumerate(nodes if after is None else ()):
         if _is_import_block_statement(node):
             after = index
         elif not _is_header(node, index) and not _is_pass(node):

@@ -3,9 +3,10 @@ written inside a function whose last `autocast(...)` a fix rewrote is removed, a
 import is (cudalint.engine.fixes.imports.unused_after), so that the fix adds no F401.
 
 Only an import statement of its own line (no `;`), in the function's own statements (an
-`if`, `with` or `try` of the function included, a nested function or class not), all of whose
-names the function no longer reads while it read one of them before the fixes. A block left
-empty gets `pass`. Functions are matched between the code before and after the fixes by
+`if`, `with` or `try` of the function included, a nested function or class not): the names
+the function no longer reads while it read them before the fixes leave it, the line goes with
+the last of its names (the others, still read or never read, stay). A block left empty gets
+`pass`. Functions are matched between the code before and after the fixes by
 their order and names (fixes replace expressions and statements, never a function)."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def without_emptied_imports(before: cst.Module, after: cst.Module) -> cst.Module
     old, new = _functions(before), _functions(after)
     if not new or len(old) != len(new):
         return after
-    drop: set[int] = set()
+    drop: dict[int, frozenset[str]] = {}  # an import line -> the names it no longer binds
     for was, now in zip(old, new, strict=True):
         if was.name.value != now.name.value:
             return after  # not the same functions: remove nothing
@@ -34,9 +35,9 @@ def without_emptied_imports(before: cst.Module, after: cst.Module) -> cst.Module
             continue
         read_before, read_after = uses(was), uses(now)
         for statement, names in imports:
-            if not any(read_after.get(n) for n in names) \
-                    and any(read_before.get(n) for n in names):
-                drop.add(id(statement))
+            gone = frozenset(n for n in names if read_before.get(n) and not read_after.get(n))
+            if gone:
+                drop[id(statement)] = gone
     return after.visit(_Drop(drop)) if drop else after
 
 
@@ -71,14 +72,27 @@ def _own_imports(function: cst.FunctionDef,
 
 
 class _Drop(cst.CSTTransformer):
-    def __init__(self, drop: set[int]) -> None:
+    def __init__(self, drop: dict[int, frozenset[str]]) -> None:
         super().__init__()
         self.drop = drop
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine,
     ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
-        return cst.RemovalSentinel.REMOVE if id(original_node) in self.drop else updated_node
+        gone = self.drop.get(id(original_node))
+        if gone is None:
+            return updated_node
+        node = updated_node.body[0]
+        assert isinstance(node, (cst.Import, cst.ImportFrom))  # _own_imports' lines
+        kept = [alias for local, alias in bound_by(node) if local not in gone]
+        if not kept:
+            return cst.RemovalSentinel.REMOVE
+        # the names still read stay imported (`from torch.cuda.amp import GradScaler`)
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        rewritten = node.with_changes(names=kept)
+        if isinstance(node, cst.ImportFrom) and node.lpar is not None and len(kept) == 1:
+            rewritten = rewritten.with_changes(lpar=None, rpar=None)
+        return updated_node.with_changes(body=[rewritten])
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
                             updated_node: cst.IndentedBlock) -> cst.IndentedBlock:

@@ -3,6 +3,7 @@ as CUDA-only libraries, as ruff's known-first-party) and its compiled CUDA exten
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -10,7 +11,13 @@ from pathlib import Path
 
 from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version, project_root
 from cudalint.data import toml
-from cudalint.engine.project.helper_place import INLINE, helper_place, is_helper_copy
+from cudalint.engine.project.helper_place import (
+    INLINE,
+    NOT_SOURCE,
+    configured_helper_file,
+    helper_place,
+    is_helper_copy,
+)
 from cudalint.engine.project.torch_floor import (
     OLD_TORCH,
     OLD_TORCH_SIGNAL,
@@ -187,6 +194,30 @@ def _defines_cuda_method(data: bytes) -> bool:
     return False
 
 
+def own_cuda_method_in_project(root: Path, checked: Iterable[Path], limit: int) -> bool:
+    """Whether a Python file of the project at `root` that a run did not check (one file
+    fixed alone: its siblings) defines a `cuda` method: a class of the project's own whose
+    `.cuda()` a `.to(...)` would not replace (`Sensor` defined in a sibling module, no
+    nn.Module). The one place a fix asks it: where the project's facts gather such classes,
+    this is what to route through them."""
+    seen = frozenset(os.path.abspath(path) for path in checked)
+    return _own_cuda_method_outside(os.path.abspath(root), seen, limit)
+
+
+@lru_cache(maxsize=8)
+def _own_cuda_method_outside(root: str, seen: frozenset[str], limit: int) -> bool:
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NOT_SOURCE]
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith(".py") or path in seen:
+                continue
+            facts = _read_facts(Path(path), limit)
+            if facts is not None and facts[1]:
+                return True
+    return False
+
+
 def _read_facts(path: Path, limit: int) -> tuple[bool, bool, bool] | None:
     try:
         return file_facts(read_regular(path, limit))
@@ -197,9 +228,16 @@ def _read_facts(path: Path, limit: int) -> tuple[bool, bool, bool] | None:
 def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind, *,
                   existing_only: bool = False, fixing: bool = True) -> Settings:
     """The settings for one file: its own standalone helper module when the configuration
-    names none and the project does not depend on cudalint. `existing_only` (the editor,
-    which cannot create the helper's file): only when that file exists."""
-    if config.helper or depends_on_cudalint(config.root):
+    names none and the project does not depend on cudalint; the configured helper's file
+    where `--fix` must write it (engine.project.helper_place.configured_helper_file).
+    `existing_only` (the editor, which cannot create the helper's file): only when that file
+    exists."""
+    if config.helper:
+        if existing_only or not fixing:
+            return settings
+        written = configured_helper_file(project_root(config), config.helper)
+        return settings if written is None else settings.replace(helper_file=written)
+    if depends_on_cudalint(config.root):
         return settings
     place = helper_place(path, kind, project_root(config), fixing=fixing)
     if existing_only and place.path is not None and not _complete_helper(place.path):

@@ -1,7 +1,8 @@
 """The device helper files a run's fixes need (engine.project.helper_place): one per place,
 holding what the fixed modules import from it, and what an earlier run wrote there. A helper
 is written from the names alone (cudalint.runtime.helper.helper_module_text), so the same
-names give the same bytes, and a later fix extends the file rather than rewriting it."""
+names give the same bytes, and a later fix extends the file rather than rewriting it: what
+its user wrote in it stays (extended_module_text)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from cudalint.engine.fixes.writer import WriteError
 from cudalint.engine.project.helper_place import is_helper_copy
 from cudalint.finding import error_finding
 from cudalint.record import Record
-from cudalint.runtime.helper import helper_module_text, module_names
+from cudalint.runtime.helper import (
+    NotExtensible,
+    extended_module_text,
+    helper_module_text,
+    module_names,
+)
 
 
 class HelperPlan(Record):
@@ -44,8 +50,13 @@ def plan(reports: Sequence[FileReport]) -> list[HelperPlan]:
         have = frozenset() if before is None else module_names(before)
         if before is not None and wanted <= have:
             after = before
+        elif before is None:
+            after = helper_module_text(wanted)
         else:
-            after = helper_module_text(wanted | have)
+            try:
+                after = extended_module_text(before, wanted)
+            except NotExtensible:  # the run says so where it writes
+                after = before
         plans.append(HelperPlan(path, before, after, users))
     return plans
 

@@ -8,7 +8,13 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
-from cudalint.config import DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_MEMORY, Config, Selection
+from cudalint.config import (
+    DEFAULT_MAX_FILE_SIZE,
+    DEFAULT_MAX_MEMORY,
+    Config,
+    Selection,
+    project_root,
+)
 from cudalint.engine.checkers.job import Checker, FileReport, Job, isolated
 from cudalint.engine.checkers.other import check_other
 from cudalint.engine.checkers.python import check_python
@@ -138,6 +144,9 @@ def run(
                              None if lint_cache is None else _cached_facts(lint_cache, options))
     settings = project.with_tree(settings, tree)
     fixing = options.fix or options.diff
+    if fixing and not settings.own_cuda_method and project.own_cuda_method_in_project(
+            project_root(config), (path for path, _kind in found), config.max_file_size):
+        settings = settings.replace(own_cuda_method=True)  # a sibling's class: as in the tree
     files = [(path, kind, project.file_settings(settings, config, path, kind, fixing=fixing))
              for path, kind in found if path not in tree.helper_copies]
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
