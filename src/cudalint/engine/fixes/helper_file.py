@@ -5,7 +5,7 @@ SIGTERM, SIGKILL, a full disk) no file imports a helper that is not there.
 Its folder is locked (`flock`) while the helper is read and written: the worker processes of
 a run, and two runs, extend it one at a time. It is created whole or not at all (a temporary
 file linked into place, which fails where anything is at its name, a dangling link included),
-and extended through the writer (engine.fixes.writer). Nothing is written through a symbolic
+and extended through the writer (cudalint.writing). Nothing is written through a symbolic
 link, into a folder that resolves elsewhere (outside the project: the place is a real folder),
 into a read-only folder, or over a file that is not a copy of the helper: each is a WriteError
 naming the helper, and the file importing it is not written either.
@@ -17,20 +17,20 @@ import contextlib
 import fcntl
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from cudalint.engine.fixes.writer import (
+from cudalint.engine.settings import is_helper_copy
+from cudalint.files import ReadError, read_regular
+from cudalint.writing import (
     WriteError,
+    create_file,
     require_writable_folder,
     signals_deferred,
     write_fixed,
 )
-from cudalint.engine.settings import is_helper_copy
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _MAX_HELPER = 1 << 20  # bytes: a helper copy is some kilobytes
 
@@ -78,7 +78,7 @@ def _ensure(path: Path, names: frozenset[str]) -> bool:
     data = _read_helper(path)
     if data is None:
         require_writable_folder(path.parent)
-        _create(path, helper_module_text(names).encode())
+        create_file(path, helper_module_text(names).encode())
         return True
     have = _defined(data)
     if names <= have:
@@ -98,11 +98,10 @@ def _read_helper(path: Path) -> bytes | None:
         raise WriteError("a symbolic link")
     if not stat.S_ISREG(info.st_mode):
         raise WriteError("not a regular file")
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
     try:
-        data = os.read(descriptor, _MAX_HELPER)
-    finally:
-        os.close(descriptor)
+        data = read_regular(path, _MAX_HELPER)
+    except ReadError as error:
+        raise WriteError(str(error)) from None
     if not is_helper_copy(data):
         raise WriteError("a module of the project's own is there")
     return data
@@ -112,23 +111,3 @@ def _defined(data: bytes) -> frozenset[str]:
     from cudalint.runtime.helper import module_names
 
     return module_names(data.decode("utf-8", errors="replace"))
-
-
-def _create(path: Path, data: bytes) -> None:
-    """A new file, whole or not at all, never through a link or over an existing file."""
-    descriptor, temporary = tempfile.mkstemp(prefix=".cudalint-", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.link(temporary, path)  # fails where anything, a dangling link included, is there
-    finally:
-        os.unlink(temporary)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cudalint.engine.checkers.job import FileReport, unified_diff
-from cudalint.engine.fixes.writer import WriteError
 from cudalint.engine.project.helper_place import is_helper_copy
 from cudalint.finding import error_finding
 from cudalint.record import Record
 from cudalint.runtime.helper import helper_module_text, module_names
+from cudalint.writing import WriteError
 
 
 class HelperPlan(Record):
