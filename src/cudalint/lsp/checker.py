@@ -263,6 +263,8 @@ def fix_text(path: Path, text: str, found: Project, *,
         return FixedBuffer(fixed)
     [helper] = helpers.plan([FileReport(path, [], helper=job.settings.helper_file,
                                         helper_names=names)])
+    if helper.refused is not None:  # a link, a FIFO at its place: no fix importing it
+        return None
     return FixedBuffer(fixed, None if helper.after == helper.before else helper)
 
 

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from cudalint.engine.settings import is_helper_copy
+from cudalint.engine.settings import MAX_HELPER_SIZE, is_helper_copy
 from cudalint.files import ReadError, read_regular
 from cudalint.writing import (
     WriteError,
@@ -32,7 +32,6 @@ from cudalint.writing import (
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_MAX_HELPER = 1 << 20  # bytes: a helper copy is some kilobytes
 
 
 def ensure_helper(path: Path, names: frozenset[str]) -> bool:
@@ -54,7 +53,7 @@ def ensure_helper(path: Path, names: frozenset[str]) -> bool:
 def helper_defines(path: Path, names: frozenset[str]) -> bool:
     """Whether a helper copy at `path` (not through a link) defines every name of `names`."""
     try:
-        data = _read_helper(path)
+        data = read_helper(path)
     except (OSError, WriteError):
         return False
     return data is not None and names <= _defined(data)
@@ -75,7 +74,7 @@ def _folder_locked(folder: Path) -> Iterator[None]:
 def _ensure(path: Path, names: frozenset[str]) -> bool:
     from cudalint.runtime.helper import helper_module_text  # only when a fix imports it
 
-    data = _read_helper(path)
+    data = read_helper(path)
     if data is None:
         require_writable_folder(path.parent)
         create_file(path, helper_module_text(names).encode())
@@ -87,7 +86,7 @@ def _ensure(path: Path, names: frozenset[str]) -> bool:
     return True
 
 
-def _read_helper(path: Path) -> bytes | None:
+def read_helper(path: Path) -> bytes | None:
     """The helper copy at `path`; None where nothing is there; WriteError where something
     else is (a link, dangling or not, another kind of file, a module of the project's own)."""
     try:
@@ -99,7 +98,7 @@ def _read_helper(path: Path) -> bytes | None:
     if not stat.S_ISREG(info.st_mode):
         raise WriteError("not a regular file")
     try:
-        data = read_regular(path, _MAX_HELPER)
+        data = read_regular(path, MAX_HELPER_SIZE, follow=False)
     except ReadError as error:
         raise WriteError(str(error)) from None
     if not is_helper_copy(data):
