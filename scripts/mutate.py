@@ -147,8 +147,8 @@ MUTATIONS: tuple[Mutation, ...] = (
        NOTEBOOK_TESTS, "the helper is defined in a `%%timeit` cell, which keeps nothing"),
     # -- the writer ----------------------------------------------------------------------------
     _m("writer-no-symlink-check", "writing.py",
-       "    if stat.S_ISLNK(info.st_mode):\n",
-       "    if False:\n",
+       "info: os.stat_result) -> None:\n    if stat.S_ISLNK(info.st_mode):\n",
+       "info: os.stat_result) -> None:\n    if False:\n",
        WRITER_TESTS, "a symbolic link is not refused by name (O_NOFOLLOW still stops it)"),
     _m("writer-read-only-mode-ignored", "writing.py",
        "if not mode & 0o222 or not os.access(path, os.W_OK):",
@@ -302,6 +302,23 @@ MUTATIONS: tuple[Mutation, ...] = (
        "return sorted((f for r in reports for f in (*r.findings, *found_before(r))),\n"
        "                  key=Finding.sort_key)",
        "tests/test_demo.py", "every finding of a check is listed twice (a set hides it)"),
+    # -- issue 44: the one writer's rewrite in place, the one reader of the helper --------------
+    _m("writer-in-place-not-restored", "writing.py",
+       "            except BaseException:\n                _restore(path, descriptor, original)\n",
+       "            except BaseException:\n",
+       "tests/engine/test_hostile_full_disk.py",
+       "a rewrite in place failing half way (a full disk) leaves the file cut there"),
+    _m("writer-in-place-not-written-beside", "writing.py",
+       "        with _written_beside(path, data):  # no room for it: nothing is touched\n",
+       "        with contextlib.nullcontext():\n",
+       "tests/engine/test_hostile_full_disk.py",
+       "the file is rewritten before the new text is whole on disk: a process killed half way"
+       " loses both texts"),
+    _m("helper-read-blocks-on-a-fifo", "engine/fixes/helper_file.py",
+       "        data = read_regular(path, MAX_HELPER_SIZE, follow=False)\n",
+       '        data = open(path, "rb").read(MAX_HELPER_SIZE)\n',
+       "tests/engine/test_hostile_fifos.py",
+       "a `_device.py` FIFO blocks --fix, --diff and the editor's fix-all forever"),
 )
 
 
