@@ -7,7 +7,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from cudalint.data import toml
+from cudalint.data import LONG_NUMBER, load_toml, toml
 from cudalint.files import ReadError, TooLarge, read_regular
 from cudalint.record import Record
 
@@ -167,6 +167,7 @@ def _find_table(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
             continue
         if not isinstance(table, dict):
             raise ConfigError(f"{candidate}: [tool.cudalint] must be a table")
+        _require_no_long_number(table, candidate)
         return candidate, table
     return None
 
@@ -209,7 +210,23 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
         raise ConfigError(f"{path}: [tool.cudalint] must be a table")
     if path.name != "pyproject.toml" and not table:
         table = document  # a cudalint.toml holds the settings at the top level
+    _require_no_long_number(table, path)
     return _from_table(table, path)
+
+
+def _require_no_long_number(value: object, path: Path, key: str = "") -> None:
+    """ConfigError where cudalint's own table holds an integer too long to read (one in
+    another tool's table is no concern of cudalint's: data.load_toml)."""
+    if isinstance(value, dict):
+        for name, item in value.items():
+            _require_no_long_number(item, path, f"{key}.{name}" if key else str(name))
+    elif isinstance(value, list):
+        for item in value:
+            _require_no_long_number(item, path, key)
+    elif isinstance(value, str) and value.startswith(LONG_NUMBER):
+        limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+        raise ConfigError(f"{path}: invalid TOML: {value.removeprefix(LONG_NUMBER)}: {key}: "
+                          f"a number of more than {limit} digits")
 
 
 # Where the bytes `cudalint` can be a key of a TOML text (bare or quoted): after the start of a
@@ -218,6 +235,7 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
 # spelling of the `tool.cudalint` table has one: a text with none (`"cudalint>=0.2"` in a list
 # of dependencies, a script's value) is not parsed.
 _BEFORE_KEY = frozenset(b".\n{,")
+BOM = b"\xef\xbb\xbf"
 _AFTER_KEY = frozenset(b".=")
 
 
@@ -227,6 +245,9 @@ def _may_name_the_table(data: bytes) -> bool:
     text that holds the table, in any spelling TOML allows (the parser decides)."""
     at = data.find(b"cudalint")
     while at >= 0:
+        line = data[data.rfind(b"\n", 0, at) + 1:at].lstrip(b" \t").removeprefix(BOM)
+        if line.lstrip(b" \t").startswith(b"["):
+            return True  # a table's header, even a broken one (the parser says so)
         before, after = data[:at].rstrip(b" \t"), data[at + 8:at + 72]
         quote = before[-1:] if before[-1:] in (b'"', b"'") else b""
         if quote:
@@ -262,7 +283,7 @@ def read_document(path: Path, word: bytes = b"") -> dict[str, Any]:
 def _parsed(path: Path, data: bytes) -> dict[str, Any]:
     tomllib = toml()
     try:
-        document: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+        document: dict[str, Any] = load_toml(data.decode("utf-8"))
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: cannot read: {error}") from error
     except tomllib.TOMLDecodeError as error:
@@ -363,8 +384,14 @@ _MODULE_PARTS = 50
 def _require_known_selectors(config: Config, where: str) -> None:
     from cudalint.codes import is_known_selector  # the rule index: only for rule selectors
 
-    codes = [*config.select, *config.ignore, *config.extend_select,
-             *(code for codes in config.per_file_ignores.values() for code in codes)]
+    named = [("select", config.select), ("ignore", config.ignore),
+             ("extend-select", config.extend_select),
+             *((f"per-file-ignores {pattern!r}", codes)
+               for pattern, codes in config.per_file_ignores.items())]
+    for name, selectors in named:
+        if any(not code.strip() for code in selectors):  # it would match every rule
+            raise ConfigError(f"{where} {name}: an empty rule selector (\"\")")
+    codes = [code for _, selectors in named for code in selectors]
     unknown = next((code for code in codes if not is_known_selector(code)), None)
     if unknown is not None:
         raise ConfigError(f"{where} unknown rule selector {unknown!r} (see `cudalint rule --all`)")

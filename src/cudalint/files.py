@@ -43,9 +43,10 @@ class TooLarge(ReadError):
         self.size, self.limit = size, limit
 
 
-def read_regular(path: Path | str, limit: int) -> bytes:
-    """The bytes of `path`, a regular file of at most `limit` bytes; else ReadError."""
-    descriptor = _open(path, limit)
+def read_regular(path: Path | str, limit: int, *, follow: bool = True) -> bytes:
+    """The bytes of `path`, a regular file of at most `limit` bytes; else ReadError (NotRegular
+    for a symbolic link too, where not `follow`)."""
+    descriptor = _open(path, limit, follow)
     try:
         parts: list[bytes] = []
         size = 0
@@ -62,6 +63,18 @@ def read_regular(path: Path | str, limit: int) -> bytes:
     raise TooLarge(size, limit)  # it grew after it was examined
 
 
+def read_head(path: Path | str, size: int) -> bytes:
+    """The first `size` bytes (or fewer) of `path`, a regular file of any size (a shebang
+    line); else ReadError."""
+    descriptor = _open(path, None)
+    try:
+        return os.read(descriptor, size)
+    except OSError as error:
+        raise _cannot(error) from error
+    finally:
+        os.close(descriptor)
+
+
 def chunks(path: Path | str) -> Iterator[bytes]:
     """The bytes of `path`, a regular file of any size, a chunk at a time (to hash it); else
     ReadError."""
@@ -75,12 +88,21 @@ def chunks(path: Path | str) -> Iterator[bytes]:
         os.close(descriptor)
 
 
-def _open(path: Path | str, limit: int | None) -> int:
+def _open(path: Path | str, limit: int | None, follow: bool = True) -> int:
     """`path` opened for reading, non-blocking, once it is known to be a regular file (within
-    `limit` bytes, when given), before and after it is opened."""
+    `limit` bytes, when given), before and after it is opened; not through a symbolic link
+    where not `follow`."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        _require_regular(os.stat(path), limit)
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        if follow:
+            _require_regular(os.stat(path), limit)
+        else:
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                raise NotRegular("a symbolic link")
+            _require_regular(info, limit)
+            flags |= getattr(os, "O_NOFOLLOW", 0)
+        descriptor = os.open(path, flags)
     except OSError as error:
         raise _cannot(error) from error
     try:

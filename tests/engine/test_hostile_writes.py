@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from cudalint import writing as writer
 from cudalint.engine.checkers.job import imported_helpers
-from cudalint.engine.fixes import writer
-from cudalint.engine.fixes.writer import WriteError, write_fixed
+from cudalint.writing import WriteError, write_fixed
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
 
 SOURCE = str(Path(__file__).parents[2] / "src")

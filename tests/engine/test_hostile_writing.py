@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.fixes import writer
-from cudalint.engine.fixes.writer import WriteError, write_fixed
+from cudalint import writing as writer
 from cudalint.engine.lint import autofix
+from cudalint.writing import WriteError, write_fixed
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
 
 SOURCE = str(Path(__file__).parents[2] / "src")
@@ -370,7 +370,7 @@ def test_sigterm_during_a_write_lets_it_finish(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal
         from pathlib import Path
-        from cudalint.engine.fixes import writer
+        from cudalint import writing as writer
 
         replace, exchange = os.replace, writer._exchange
         def replace_after_sigterm(source, target):

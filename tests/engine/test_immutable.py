@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalint.engine.fixes import writer
-from cudalint.engine.fixes.writer import WriteError, write_fixed
+from cudalint import writing as writer
+from cudalint.writing import WriteError, write_fixed
 from tests.engine.fixing_run import GOOD, assert_fixed, good_file, run
 
 FLAGS = {"+i": (0x10, "immutable (chattr +i, chflags uchg)"),

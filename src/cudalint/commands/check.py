@@ -190,6 +190,9 @@ def _machine_format(name: str, reports: list[FileReport], config: Config) -> str
 def _exit_code(reports: list[FileReport], args: SimpleNamespace, config: Config) -> int:
     if any(map(_not_done, (f for report in reports for f in report.findings))):
         return EXIT_ERROR  # in every mode, --exit-zero included, as ruff does
+    if (args.diff or args.fix_only) and any(
+            f.is_error_line for report in reports for f in report.findings):
+        return EXIT_ERROR  # a file these could not fix (a syntax error): 0 or 1 would hide it
     if args.diff:  # as ruff: 1 when there is something to fix
         return EXIT_FINDINGS if any(r.diff for r in reports) else EXIT_OK
     if args.fix_only or args.exit_zero:  # as ruff: --fix-only exits 0 after fixing

@@ -25,11 +25,15 @@ def parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentPars
 
 def run(args: argparse.Namespace) -> int:
     from cudalint.runtime.helper import HelperExistsError, write_helper
+    from cudalint.writing import WriteError
 
     try:
         write_helper(args.path, force=args.force)
-    except (HelperExistsError, OSError) as error:
+    except HelperExistsError as error:
         print(f"cudalint: error: {error}", file=sys.stderr)
+        return 2
+    except WriteError as error:
+        print(f"cudalint: error: {args.path}: {error}", file=sys.stderr)
         return 2
     module = module_name(args.path)
     print(f"Wrote {args.path}. Add to pyproject.toml:\n\n[tool.cudalint]\nhelper = \"{module}\"")

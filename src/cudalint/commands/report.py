@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from cudalint.report.html import to_html
 from cudalint.report.project import describe
 from cudalint.report.render import print_terminal, to_json, to_markdown
 from cudalint.usage import OneLineParser
+from cudalint.writing import WriteError, write_file
 
 FORMATS: dict[str, Callable[[Decision], str]] = {
     "json": to_json, "markdown": to_markdown, "html": to_html,
@@ -60,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (argparse.ArgumentError, ConfigError, MissingPathError, ValueError) as error:
         print(f"cudalint report: error: {error}", file=sys.stderr)
         return 2
+    except WriteError as error:
+        print(f"cudalint report: error: {error}", file=sys.stderr)
+        return 2
     except OSError as error:
         print(f"cudalint report: error: cannot write {error.filename}: {error.strerror}",
               file=sys.stderr)
@@ -69,16 +74,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _write(decision: Decision, args: argparse.Namespace) -> None:
     if args.json:
-        args.json.write_text(to_json(decision), encoding="utf-8")
+        _save(args.json, to_json(decision))
     if args.output_format == "text":
         if args.output is None:
             print_terminal(decision)
             return
-        with args.output.open("w", encoding="utf-8") as stream:
-            print_terminal(decision, Console(file=stream, highlight=False, soft_wrap=True))
+        stream = io.StringIO()
+        print_terminal(decision, Console(file=stream, highlight=False, soft_wrap=True))
+        _save(args.output, stream.getvalue())
         return
     text = FORMATS[args.output_format](decision)
     if args.output is None:
         sys.stdout.write(text)
     else:
-        args.output.write_text(text, encoding="utf-8")
+        _save(args.output, text)
+
+
+def _save(path: Path, text: str) -> None:
+    """`path` made to hold `text`, never through a link (cudalint.writing)."""
+    try:
+        write_file(path, text.encode("utf-8"), overwrite=True)
+    except WriteError as error:
+        raise WriteError(f"{path}: {error}") from None

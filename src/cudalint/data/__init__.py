@@ -52,6 +52,37 @@ def toml() -> ModuleType:
     return tomllib
 
 
+# Where a project's TOML holds an integer of more digits than int() converts (4,300: a
+# quadratic conversion, CPython's guard), the number is read as this text followed by its
+# line (`line 12`): TOML takes integers of 64 bits only, so no table means one, and another
+# tool's table holding one spoils nothing of cudalint's (config.py refuses it in its own).
+LONG_NUMBER = "\0cudalint: a number of more digits than int() converts: "
+_BARE_NUMBER = r"((?:^|[=\[,{])[ \t\r\n]*)([+-]?[0-9][0-9_]{%d,})"
+
+
+def load_toml(text: str) -> dict[str, Any]:
+    """A project's TOML document (pyproject.toml, cudalint.toml): a BOM before it is read
+    over, an integer too long for int() is a LONG_NUMBER text. tomllib.TOMLDecodeError or
+    RecursionError where the text is not TOML."""
+    tomllib = toml()
+    text = text.removeprefix("\ufeff")
+    try:
+        document: dict[str, Any] = tomllib.loads(text)
+        return document
+    except ValueError as error:
+        if isinstance(error, tomllib.TOMLDecodeError):
+            raise
+    import re
+
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+    def as_text(found: re.Match[str]) -> str:
+        row = text.count("\n", 0, found.start(2)) + 1
+        return found.group(1) + json.dumps(f"{LONG_NUMBER}line {row}")
+
+    document = tomllib.loads(re.sub(_BARE_NUMBER % limit, as_text, text, flags=re.MULTILINE))
+    return document
+
+
 def _stamp(path: Path) -> tuple[int, int, int]:
     status = path.stat()
     return _FORMAT, status.st_size, status.st_mtime_ns

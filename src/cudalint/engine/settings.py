@@ -18,6 +18,7 @@ INLINE_MODULE = "_cudalint_inline_device"
 # The first bytes of the helper's source (cudalint/device.py): a file that starts so is a
 # copy of the helper, which a run neither checks nor fixes, and which --fix may extend.
 HELPER_MARKER = b'"""Portable device selection and `torch.cuda.*` replacements (written by'
+MAX_HELPER_SIZE = 1 << 20  # bytes: a helper copy is some kilobytes; more is none
 
 
 def is_helper_copy(data: bytes) -> bool:

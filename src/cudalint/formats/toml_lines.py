@@ -14,6 +14,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from cudalint.data import load_toml
 from cudalint.formats import FormatError
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
@@ -23,13 +24,15 @@ _AT = re.compile(r"\(at line (\d+), column (\d+)\)")
 @lru_cache(maxsize=8)
 def load(text: str) -> dict[str, Any] | FormatError:
     try:
-        return tomllib.loads(text)
+        return load_toml(text)
     except tomllib.TOMLDecodeError as error:
         found = _AT.search(str(error))
         row, column = (int(found.group(1)), int(found.group(2))) if found else (1, 1)
         return FormatError(f"invalid TOML: {_AT.sub('', str(error)).strip()}", row, column)
     except RecursionError:
         return FormatError("invalid TOML: nested too deeply")
+    except ValueError as error:  # pragma: no cover - a number load_toml could not spare
+        return FormatError(f"invalid TOML: {error}", 1, 1)
 
 
 @dataclass

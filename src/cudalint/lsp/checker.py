@@ -24,6 +24,7 @@ from cudalint.engine.first_pass.sparse import leaves, units_of
 from cudalint.engine.lint.autofix import FixError, fix_python
 from cudalint.engine.lint.python import BOM, lint_python
 from cudalint.engine.project import facts as project
+from cudalint.engine.reading import reader
 from cudalint.engine.running import helpers
 from cudalint.engine.running.discovery import discover
 from cudalint.engine.running.helpers import HelperPlan
@@ -118,6 +119,16 @@ def _load(folder: Path, root: Path) -> Project | ConfigError:
                        selected_rules(registry, config, _OPTIONS))
     except ConfigError as error:
         return error
+
+
+def too_large(texts: Sequence[str], found: Project) -> str | None:
+    """Why a document of these texts (a buffer, a notebook's cells) is not checked: more
+    bytes than `max-file-size`, which the CLI skips a file over at once; None: it is checked."""
+    limit = found.config.max_file_size
+    size = sum(map(len, texts))  # characters: at most its bytes, at least a quarter of them
+    if size * 4 > limit:
+        size = sum(len(encode(text)) for text in texts)
+    return reader.too_large(size, limit) if size > limit else None
 
 
 def document_kind(path: Path, language_id: str | None) -> FileKind | None:
@@ -263,6 +274,8 @@ def fix_text(path: Path, text: str, found: Project, *,
         return FixedBuffer(fixed)
     [helper] = helpers.plan([FileReport(path, [], helper=job.settings.helper_file,
                                         helper_names=names)])
+    if helper.refused is not None:  # a link, a FIFO at its place: no fix importing it
+        return None
     return FixedBuffer(fixed, None if helper.after == helper.before else helper)
 
 

@@ -407,6 +407,9 @@ class Linter:
             return [message_diagnostic(f"cudalint: {error}")]
         if project.excludes(path, kind):
             return []
+        skipped = checker.too_large([snapshot.text], project)
+        if skipped is not None:  # not parsed: minutes of CPU for a 14 MB buffer
+            return [message_diagnostic(f"cudalint: {skipped}")]
         adopted = None if actions or kind is not FileKind.PYTHON else self._adopt(snapshot)
         if adopted is not None:
             findings = adopted
@@ -470,12 +473,19 @@ class Linter:
             return empty
         if project.excludes(snapshot.path, FileKind.NOTEBOOK):
             return empty
+        skipped = checker.too_large([cell.text for cell in snapshot.cells], project)
+        if skipped is not None:
+            if snapshot.cells:
+                empty[snapshot.cells[0].uri] = [message_diagnostic(f"cudalint: {skipped}")]
+            return empty
         found = notebooks.findings(snapshot, project, edits=actions)
         return notebooks.diagnostics(snapshot, found, actions=actions)
 
     def _fix_notebook(self, snapshot: notebooks.NotebookSnapshot) -> dict[int, str] | None:
         try:
             project = self.projects.for_path(snapshot.path, snapshot.roots)
+            if checker.too_large([cell.text for cell in snapshot.cells], project):
+                return None
             return notebooks.fixed_cells(snapshot, project)
         except ConfigError:
             return None
@@ -488,6 +498,8 @@ class Linter:
             return None
         try:
             project = self.projects.for_path(snapshot.path, snapshot.roots)
+            if checker.too_large([snapshot.text], project):
+                return None
             return checker.fix_text(snapshot.path, snapshot.text, project,
                                     create_helper=self.creates_files)
         except ConfigError:

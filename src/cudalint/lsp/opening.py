@@ -181,6 +181,8 @@ def _first_check(projects: Projects, params: Form, opened: Any, encoding: str, s
         project = projects.for_path(snapshot.path, snapshot.roots)
         if project.excludes(snapshot.path, FileKind.PYTHON):
             return None
+        if checker.too_large([snapshot.text], project):
+            return None  # the linter says it is skipped
         units = UnitCache(checker.fix_names())
         findings = checker.check_python_text(snapshot.path, snapshot.text, project, units)
         noqa = Noqa(snapshot.text, FileKind.PYTHON)

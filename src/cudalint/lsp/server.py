@@ -42,7 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.tcp:
         server = _server(args)
         gc.enable()
-        server.start_tcp(args.host, args.port)
+        try:
+            server.start_tcp(args.host, args.port)
+        except OSError as error:  # the port is taken, the host unknown
+            print(f"cudalint lsp: error: cannot listen on {args.host}:{args.port}: "
+                  f"{error.strerror or error}", file=sys.stderr)
+            return EXIT_ERROR
     else:
         from cudalint import __version__
         from cudalint.lsp import opening
@@ -66,7 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _server(args: argparse.Namespace) -> Server:
+    from cudalint.lsp import malformed
     from cudalint.lsp.handlers import create_server
+
+    malformed.install()
 
     return create_server(debounce=args.debounce_ms / 1000)
 
@@ -78,6 +86,16 @@ def _milliseconds(value: str) -> int:
     return number
 
 
+def _port(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number (1 to 65535): {value!r}")
+    return number
+
+
 def _parser() -> argparse.ArgumentParser:
     from cudalint.usage import OneLineParser
 
@@ -86,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     channel.add_argument("--stdio", action="store_true", help="speak over stdin/stdout (default)")
     channel.add_argument("--tcp", action="store_true", help="listen on --host:--port")
     parser.add_argument("--host", default="127.0.0.1", help="with --tcp (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=2087, help="with --tcp (default: 2087)")
+    parser.add_argument("--port", type=_port, default=2087, help="with --tcp (default: 2087)")
     parser.add_argument("--debounce-ms", type=_milliseconds, default=DEBOUNCE_MS,
                         metavar="MS", help="re-check a changed document once it has been "
                                            f"still this long (default: {DEBOUNCE_MS})")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -50,11 +51,12 @@ def helper_source() -> str:
 
 def write_helper(path: Path, *, force: bool) -> None:
     """Write the whole helper to `path`, creating its folder; refuse to overwrite unless
-    `force`."""
-    if path.exists() and not force:
+    `force`. Never through a link (cudalint.writing.write_file): a WriteError says why."""
+    from cudalint.writing import write_file
+
+    if os.path.lexists(path) and not force and not os.path.islink(path):
         raise HelperExistsError(f"{path} exists; pass --force to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(helper_source(), encoding="utf-8")
+    write_file(path, helper_source().encode("utf-8"), overwrite=force)
 
 
 class _Part:

@@ -140,7 +140,7 @@ def finish_fix(
     reason = unsound(job.kind, fixed, job.data, job.path)
     if reason is not None:
         return left_as_it_was(job, f"not written: {reason}", checker)
-    from cudalint.engine.fixes.writer import WriteError, write_fixed  # tempfile: only to write
+    from cudalint.writing import WriteError, write_fixed  # tempfile: only to write
 
     try:
         if report.helper is not None:  # first: no file may import a helper that is not there

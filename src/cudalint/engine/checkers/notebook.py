@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from functools import partial
 from typing import Any
 
@@ -97,10 +98,17 @@ def _load(job: Job) -> tuple[str, dict[str, Any]] | Finding:
     except json.JSONDecodeError as error:
         return error_finding(job.path, f"not a notebook: invalid JSON: {error.msg}",
                              error.lineno, error.colno)
+    except ValueError:  # an integer of more digits than int() converts (CPython's guard)
+        return error_finding(job.path, "skipped: the notebook holds a number of more than "
+                                       f"{_digit_limit()} digits, which Python does not read")
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         return error_finding(job.path, "not a notebook: no `cells` list (only nbformat 4 is "
                                        "read)")
     return text, notebook
+
+
+def _digit_limit() -> int:
+    return sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
 
 
 def _is_python(notebook: dict[str, Any]) -> bool:

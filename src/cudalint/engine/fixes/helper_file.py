@@ -5,7 +5,7 @@ SIGTERM, SIGKILL, a full disk) no file imports a helper that is not there.
 Its folder is locked (`flock`) while the helper is read and written: the worker processes of
 a run, and two runs, extend it one at a time. It is created whole or not at all (a temporary
 file linked into place, which fails where anything is at its name, a dangling link included),
-and extended through the writer (engine.fixes.writer): the missing functions are added to its
+and extended through the writer (cudalint.writing): the missing functions are added to its
 text, everything its user wrote in it kept (a text that cannot be extended so is a
 WriteError). Nothing is written through a symbolic link, into a folder that resolves
 elsewhere (outside the project: the place is a real folder), into a read-only folder, or over
@@ -19,22 +19,21 @@ import contextlib
 import fcntl
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from cudalint.engine.fixes.writer import (
+from cudalint.engine.settings import MAX_HELPER_SIZE, is_helper_copy
+from cudalint.files import ReadError, read_regular
+from cudalint.writing import (
     WriteError,
+    create_file,
     require_writable_folder,
     signals_deferred,
     write_fixed,
 )
-from cudalint.engine.settings import is_helper_copy
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_MAX_HELPER = 1 << 20  # bytes: a helper copy is some kilobytes
 
 
 def ensure_helper(path: Path, names: frozenset[str]) -> bool:
@@ -56,7 +55,7 @@ def ensure_helper(path: Path, names: frozenset[str]) -> bool:
 def helper_defines(path: Path, names: frozenset[str]) -> bool:
     """Whether a helper copy at `path` (not through a link) defines every name of `names`."""
     try:
-        data = _read_helper(path)
+        data = read_helper(path)
     except (OSError, WriteError):
         return False
     return data is not None and names <= _defined(data)
@@ -77,10 +76,10 @@ def _folder_locked(folder: Path) -> Iterator[None]:
 def _ensure(path: Path, names: frozenset[str]) -> bool:
     from cudalint.runtime.helper import helper_module_text  # only when a fix imports it
 
-    data = _read_helper(path)
+    data = read_helper(path)
     if data is None:
         require_writable_folder(path.parent)
-        _create(path, helper_module_text(names).encode())
+        create_file(path, helper_module_text(names).encode())
         return True
     have = _defined(data)
     if names <= have:
@@ -105,7 +104,7 @@ def extended(data: bytes, names: frozenset[str]) -> bytes:
                          f" and keep what is written in it: {error}") from None
 
 
-def _read_helper(path: Path) -> bytes | None:
+def read_helper(path: Path) -> bytes | None:
     """The helper copy at `path`; None where nothing is there; WriteError where something
     else is (a link, dangling or not, another kind of file, a module of the project's own)."""
     try:
@@ -114,13 +113,10 @@ def _read_helper(path: Path) -> bytes | None:
         return None
     if stat.S_ISLNK(info.st_mode):
         raise WriteError("a symbolic link")
-    if not stat.S_ISREG(info.st_mode):
-        raise WriteError("not a regular file")
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
-    try:
-        data = os.read(descriptor, _MAX_HELPER)
-    finally:
-        os.close(descriptor)
+    try:  # a FIFO is never waited on: "not a regular file (a FIFO)"
+        data = read_regular(path, MAX_HELPER_SIZE, follow=False)
+    except ReadError as error:
+        raise WriteError(str(error)) from None
     if not is_helper_copy(data):
         raise WriteError("a module of the project's own is there")
     return data
@@ -130,23 +126,3 @@ def _defined(data: bytes) -> frozenset[str]:
     from cudalint.runtime.helper import module_names
 
     return module_names(data.decode("utf-8", errors="replace"))
-
-
-def _create(path: Path, data: bytes) -> None:
-    """A new file, whole or not at all, never through a link or over an existing file."""
-    descriptor, temporary = tempfile.mkstemp(prefix=".cudalint-", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.link(temporary, path)  # fails where anything, a dangling link included, is there
-    finally:
-        os.unlink(temporary)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

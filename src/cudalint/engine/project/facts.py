@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version, project_root
-from cudalint.data import toml
+from cudalint.data import load_toml
 from cudalint.engine.project.helper_place import (
     INLINE,
     NOT_SOURCE,
@@ -312,10 +312,9 @@ def pyproject_names(root: Path) -> frozenset[str]:
     text = read_text(root / "pyproject.toml")
     if text is None:
         return frozenset()
-    tomllib = toml()
     try:
-        document = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError):
+        document = load_toml(text)
+    except (ValueError, RecursionError):  # TOMLDecodeError is a ValueError
         return frozenset()
     names = [_get(document, "project", "name"), _get(document, "tool", "poetry", "name")]
     return frozenset(re.sub(r"[-.]+", "_", n).lower() for n in names if isinstance(n, str))

@@ -42,6 +42,7 @@ from pathlib import Path
 from cudalint.config import DEFAULT_MAX_FILE_SIZE, ConfigError
 from cudalint.engine.reading.reader import ReadError, read_regular
 from cudalint.engine.settings import INLINE_MODULE, is_helper_copy
+from cudalint.files import read_text
 from cudalint.kinds import FileKind
 from cudalint.record import Record
 
@@ -265,12 +266,8 @@ def _imported(root: Path) -> frozenset[str]:
         for file in files:
             if not file.endswith(".py"):
                 continue
-            try:
-                with open(os.path.join(folder, file), "rb") as handle:
-                    text = handle.read(DEFAULT_MAX_FILE_SIZE).decode("utf-8", errors="replace")
-            except OSError:
-                continue
-            if "import" not in text:
+            text = read_text(os.path.join(folder, file), DEFAULT_MAX_FILE_SIZE)
+            if text is None or "import" not in text:  # a FIFO is never waited on
                 continue
             for match in _IMPORT.finditer(text):
                 if match.group(1) is not None:

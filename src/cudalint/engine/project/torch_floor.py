@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cudalint.data import toml
+from cudalint.data import load_toml
 from cudalint.engine.reading.reader import read_text
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
@@ -149,11 +149,9 @@ def _pyproject(path: Path) -> dict[str, Any]:
     text = read_text(path)
     if text is None:
         return {}
-    tomllib = toml()
     try:
-        document: dict[str, Any] = tomllib.loads(text)
-        return document
-    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
+        return load_toml(text)
+    except (ValueError, RecursionError):  # TOMLDecodeError is a ValueError
         return {}
 
 

@@ -40,6 +40,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 import cudalint
+from cudalint.files import ReadError, read_regular
 from cudalint.finding import Applicability, Edit, Finding, Fix, Position, Severity
 
 try:  # the built-in BLAKE2: importing hashlib loads OpenSSL (5 ms, more than every lookup)
@@ -66,6 +67,7 @@ _SETTLED_NS = 2_000_000_000  # the coarsest file-time granularity (FAT) and a cl
 _KEPT_INDEXES = 8  # configurations kept; the index written longest ago goes first
 
 _KEY_SIZE = 32  # bytes of the user's key
+_MOST_CACHED = 1 << 30  # bytes of an index or a kept text: more is no file cudalint wrote
 _SIGNED = b'{"mac": "'  # an index opens with its MAC (64 hex digits), then `", ` and the rest
 _MAC_END = len(_SIGNED) + 64
 _BODY = _MAC_END + 3
@@ -123,7 +125,10 @@ class Store:
                 "text": kept_text}
 
     def text(self, key: str) -> str:
-        return self._text(key).read_bytes().decode("utf-8", "surrogatepass")
+        """A text kept beside the index; ReadError where it is no regular file (a FIFO, a
+        link to /dev/zero: never waited on) or is larger than any file checked."""
+        return read_regular(self._text(key), _MOST_CACHED, follow=False).decode(
+            "utf-8", "surrogatepass")
 
     def _text(self, key: str) -> Path:
         return self.folder / "text" / f"{key}.txt"
@@ -195,7 +200,7 @@ class Cache:
         try:
             findings = [_finding(item, path) for item in entry["findings"]]
             text = self.store.text(entry["key"]) if entry["text"] else None
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except (OSError, ReadError, ValueError, KeyError, TypeError, IndexError):
             return None
         if entry.get("status") != (None if snapshot.status is None else list(snapshot.status)):
             self.put(path, {**entry, "status": snapshot.status})  # now settled: record it
@@ -253,8 +258,8 @@ def _well_formed(entry: object) -> TypeGuard[dict[str, Any]]:
 def _read_index(index: Path, store: Store) -> dict[str, dict[str, Any]]:
     """The index's entries, when it is signed with the user's key and made for this salt."""
     try:
-        data = index.read_bytes()
-    except OSError:
+        data = read_regular(index, _MOST_CACHED, follow=False)
+    except ReadError:
         return {}
     if not (data.startswith(_SIGNED) and data[_MAC_END:_BODY] == b'", '
             and _compare_digest(data[len(_SIGNED):_MAC_END], _mac(data[_BODY:], store.secret))):
@@ -321,11 +326,14 @@ def user_key() -> bytes | None:
 
 
 def _read_key(path: str) -> bytes:
-    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    """The key in `path`: FileNotFoundError where there is none; another OSError where what is
+    there is no key (a link, a FIFO, a device: never waited on)."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(path)
     try:
-        key = os.read(handle, 64)
-    finally:
-        os.close(handle)
+        key = read_regular(path, 64, follow=False)
+    except ReadError as error:
+        raise OSError(f"{path}: {error}") from None
     if len(key) < _KEY_SIZE:
         raise OSError(f"{path}: a key of {len(key)} bytes")
     return key[:_KEY_SIZE]

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from cudalint.config import Config, ConfigError, project_root
 from cudalint.engine.reading.reader import read_text
+from cudalint.files import ReadError, read_head
 from cudalint.kinds import FileKind, classify
 
 
@@ -342,10 +343,9 @@ def _explicit_kind(path: Path) -> FileKind | None:
     if path.suffix:
         return None
     try:
-        with path.open("rb") as file:
-            first = file.readline(200)
-    except OSError:
-        return FileKind.PYTHON  # reported as unreadable when checked
+        first = read_head(path, 200).partition(b"\n")[0]
+    except ReadError:  # a FIFO is never waited on
+        return FileKind.PYTHON  # reported as unreadable (or not regular) when checked
     if first.startswith(b"#!") and b"python" in first:
         return FileKind.PYTHON
     if first.startswith(b"#!") and (b"sh" in first):

@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cudalint.engine.checkers.job import FileReport, unified_diff
-from cudalint.engine.fixes.writer import WriteError
-from cudalint.engine.project.helper_place import is_helper_copy
 from cudalint.finding import error_finding
 from cudalint.record import Record
 from cudalint.runtime.helper import (
@@ -20,21 +18,23 @@ from cudalint.runtime.helper import (
     helper_module_text,
     module_names,
 )
+from cudalint.writing import WriteError
 
 
 class HelperPlan(Record):
     """One helper file: its text before the run (None: missing), after, and the fixed files
     that import it."""
 
-    __slots__ = ("after", "before", "importers", "path")
-    FIELDS = ("path", "before", "after", "importers")
+    __slots__ = ("after", "before", "importers", "path", "refused")
+    FIELDS = ("path", "before", "after", "importers", "refused")
 
     def __init__(self, path: Path, before: str | None, after: str,
-                 importers: list[FileReport]) -> None:
+                 importers: list[FileReport], refused: str | None = None) -> None:
         self.path = path
         self.before = before
         self.after = after
         self.importers = importers
+        self.refused = refused  # why --fix would not write it (a link, a FIFO...), or None
 
 
 def plan(reports: Sequence[FileReport]) -> list[HelperPlan]:
@@ -46,7 +46,11 @@ def plan(reports: Sequence[FileReport]) -> list[HelperPlan]:
     plans = []
     for path, users in sorted(importers.items()):
         wanted = frozenset().union(*(report.helper_names for report in users))
-        before = _read(path)
+        try:
+            before = _read(path)
+        except WriteError as error:
+            plans.append(HelperPlan(path, None, "", users, _refusal(path, error)))
+            continue
         have = frozenset() if before is None else module_names(before)
         if before is not None and wanted <= have:
             after = before
@@ -62,12 +66,20 @@ def plan(reports: Sequence[FileReport]) -> list[HelperPlan]:
 
 
 def _read(path: Path) -> str | None:
-    """The helper at `path` as an earlier run wrote it; None where there is none."""
+    """The helper at `path` as an earlier run wrote it; None where there is none; WriteError
+    where what is there would not be extended (a link, a FIFO, a module of the project's own),
+    as --fix says (engine.fixes.helper_file)."""
+    from cudalint.engine.fixes.helper_file import read_helper
+
     try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return data.decode("utf-8", errors="replace") if is_helper_copy(data) else None
+        data = read_helper(path)
+    except OSError as error:
+        raise WriteError(error.strerror or type(error).__name__) from None
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _refusal(path: Path, error: WriteError) -> str:
+    return f"cannot write the device helper {path}: {error}"
 
 
 def write(plans: Sequence[HelperPlan]) -> None:
@@ -94,6 +106,10 @@ def diffs(plans: Sequence[HelperPlan]) -> list[FileReport]:
     """With --diff: each helper that would be written or extended, as a diff of its own."""
     found = []
     for helper in plans:
+        if helper.refused is not None:
+            for report in helper.importers:
+                report.findings.append(error_finding(report.path, helper.refused, undone=True))
+            continue
         if helper.after == helper.before:
             continue
         diff = unified_diff(helper.before, helper.after, helper.path)

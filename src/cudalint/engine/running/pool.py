@@ -7,7 +7,7 @@ fresh worker takes the rest. Each worker's address space is capped at its size w
 plus `memory_limit` (RLIMIT_AS), so that one file cannot take the machine's memory: Python
 raises MemoryError, and native code that cannot allocate aborts its worker. Workers die with the
 process that started them, even when it is killed with SIGKILL (they would otherwise wait for
-work forever); they get SIGTERM, which lets a write in hand finish (engine.running.writer)."""
+work forever); they get SIGTERM, which lets a write in hand finish (cudalint.writing)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def _raise_interrupt(_number: int, _frame: object) -> None:
 @contextlib.contextmanager
 def _sigterm_as_ctrl_c() -> Any:
     """SIGTERM (`kill`, a CI runner's timeout, systemd) stops a run in this process as Ctrl-C
-    does: the file in hand is finished (a write defers it: engine.fixes.writer), then the
+    does: the file in hand is finished (a write defers it: cudalint.writing), then the
     run stops with what it has done."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -329,7 +329,7 @@ def _die_with_parent() -> bool:
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):
-        # SIGTERM: a write in progress finishes first (engine.running.writer), then the worker ends.
+        # SIGTERM: a write in progress finishes first (cudalint.writing), then the worker ends.
         return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM) == 0
     return False
 

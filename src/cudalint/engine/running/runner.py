@@ -389,7 +389,7 @@ def _require_helper(report: FileReport, data: bytes, settings: Settings) -> None
         return
     from cudalint.engine.checkers.job import imported_helpers
     from cudalint.engine.fixes.helper_file import ensure_helper
-    from cudalint.engine.fixes.writer import WriteError
+    from cudalint.writing import WriteError
 
     names = imported_helpers(data.decode("utf-8", errors="replace"), module)
     if not names:

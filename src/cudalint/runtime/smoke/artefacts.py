@@ -19,8 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cudalint.files import ReadError, read_regular
+
 NUMERIC_SUFFIXES = frozenset({".npy", ".npz", ".pt", ".pth", ".safetensors", ".csv", ".tsv"})
 _MAX_FOLDER_FILES = 1000
+MAX_ARTEFACT_SIZE = 1 << 31  # bytes of one output file compared (a checkpoint)
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,10 @@ def read_artefacts(path: Path, name: str, walk: Callable[[Any, str], None],
         for file in files:
             read_artefacts(file, f"{name}[{file.relative_to(path).as_posix()!r}]", walk, records)
         return
-    data = path.read_bytes()  # OSError: outputs.UnreadableFile
+    try:
+        data = read_regular(path, MAX_ARTEFACT_SIZE)  # a FIFO is never waited on
+    except ReadError as error:
+        raise OSError(0, str(error).removeprefix("cannot read: ")) from None  # UnreadableFile
     digest = hashlib.sha256(data).hexdigest()
     value = _numeric(path, data)
     if records is not None:

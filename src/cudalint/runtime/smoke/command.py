@@ -254,10 +254,11 @@ def _report_from(result: ChildResult, args: argparse.Namespace,
 
 def _write(report: SmokeReport, path: str) -> None:
     from cudalint.runtime.smoke.render import write_json
+    from cudalint.writing import WriteError
 
     try:
         write_json(report, path)
-    except OSError as exc:
+    except (OSError, WriteError) as exc:
         raise HarnessError(f"cannot write {path}: {exc}") from None
 
 

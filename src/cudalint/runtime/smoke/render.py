@@ -109,9 +109,12 @@ def _render_rich(report: SmokeReport, stream: TextIO) -> None:
 
 
 def write_json(report: SmokeReport, path: str) -> None:
-    """Write the report as JSON to `path`, or to stdout for `-`."""
+    """Write the report as JSON to `path` (never through a link: WriteError), or to stdout
+    for `-`."""
+    from cudalint.writing import write_file
+
     text = json.dumps(report.to_dict(), indent=2, default=str) + "\n"
     if path == "-":
         sys.stdout.write(text)
     else:
-        Path(path).write_text(text, encoding="utf-8")
+        write_file(Path(path), text.encode("utf-8"), overwrite=True)

@@ -6,6 +6,7 @@ one line."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from cudalint.runtime.smoke.errors import HarnessError
@@ -20,28 +21,34 @@ def init_target(location: str | None, force: bool) -> str:
     from cudalint.runtime.smoke.scaffold.facts import read_project
     from cudalint.runtime.smoke.scaffold.values import main_model
     from cudalint.runtime.smoke.scaffold.writer import write_target
+    from cudalint.writing import WriteError, write_file
 
     target = Path(location or DEFAULT_NAME)
-    if target.is_dir():
+    if target.is_dir() and not target.is_symlink():
         target = target / DEFAULT_NAME
     if target.suffix != ".py":
         raise HarnessError(f"{target}: the target to write must be a .py file")
-    if target.exists() and not force:
+    if target.is_symlink():  # a cloned repository may hold one, dangling or not
+        raise HarnessError(f"{target}: not written: a symbolic link is at its name (name the "
+                           "file it points to)")
+    if os.path.lexists(target) and not force:
         raise HarnessError(f"{target} exists; pass --force to overwrite it")
     if not target.parent.is_dir():
         raise HarnessError(f"no such folder: {target.parent}")
-    folder = target.resolve().parent
+    # Its own folder, not where a link at its name points (a cloned repository may hold one).
+    written_at = Path(os.path.abspath(target))
+    folder = written_at.parent.resolve()
     root = find_project_root(folder) or folder
-    facts = read_project(root, skip=target.resolve())
+    facts = read_project(root, skip=folder / written_at.name)
     model = main_model(facts)
     if model is None:
         raise HarnessError(f"no nn.Module subclass found under {root}: write the target by "
                            "hand (docs/smoke.md, 'The target')")
     written = write_target(facts, model, target)
     try:
-        target.write_text(written.text, encoding="utf-8")
-    except OSError as exc:
-        raise HarnessError(f"cannot write {target}: {exc.strerror or exc}") from None
+        write_file(target, written.text.encode("utf-8"), overwrite=force)
+    except WriteError as error:
+        raise HarnessError(f"{target}: {error}") from None
     edit = f", {written.to_edit} with nothing to go on" if written.to_edit else ""
     return (f"wrote {target} from {', '.join(written.found)}: {written.guesses} guess(es) "
             f"marked '# GUESS: confirm'{edit}; check them, then run "

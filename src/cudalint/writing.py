@@ -1,11 +1,15 @@
-"""Writing fixed files; bytes in, bytes out, so the encoding, a BOM and the line endings are
-whatever the fixer kept.
+"""Every file cudalint writes goes through here: a fixed file (`write_fixed`), the device
+helper, and the files a command is told to write (`write_file`: `init-helper`, `smoke --init`,
+a report's `-o`). Bytes in, bytes out, so the encoding, a BOM and the line endings are whatever
+the caller kept.
 
 A file is replaced through a temporary file in its folder and a rename, so an interrupted write
 never leaves half a file, with its mode, owner, group and extended attributes kept (user.*, and
 the POSIX ACLs and SELinux label, which are extended attributes too). Where a rename cannot keep
 what the file is (a hard link, an owner cudalint cannot give back, an attribute it may not set),
-it is rewritten in place instead.
+it is rewritten in place instead, and only once the new text is whole on disk beside it (a full
+disk or `ulimit -f` stops that copy, and the file is untouched); should the rewrite fail all the
+same, the file's old bytes are written back. "not written" means nothing was.
 Nothing is written through a symbolic link, into a file its mode makes read-only or into a
 folder whose mode has no write bit (even for root, whom access() lets write anything), or over a
 file that changed since it was read: each is a WriteError, and the file stays.
@@ -55,6 +59,93 @@ def write_fixed(path: Path, data: bytes, original: bytes) -> None:
                 _rewrite_in_place(path, data, original, info)
     except OSError as error:
         raise WriteError(f"not written: {error.strerror or type(error).__name__}") from error
+
+
+# The most a file that a command is told to overwrite may hold (it is read to be compared).
+MAX_REPLACED_SIZE = 1 << 30
+
+
+def write_file(path: Path, data: bytes, *, overwrite: bool) -> None:
+    """Write `data` to `path`, a file a command was told to write (`init-helper`, `smoke
+    --init`, a report's `-o`), creating it, or replacing it where `overwrite` (else a
+    WriteError "exists"); its missing folders are made. No symbolic link is followed: not at
+    its name (dangling or not), nor among its folders below the current folder (a link a
+    cloned repository holds). A WriteError (one line) where it is not written."""
+    from cudalint.files import ReadError, read_regular
+
+    path = Path(os.path.abspath(path))
+    try:
+        _require_no_link_below(Path.cwd(), path.parent)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            _make_folders(path.parent)
+            require_writable_folder(path.parent)
+            with _signals_deferred():
+                create_file(path, data)
+            return
+        if stat.S_ISLNK(info.st_mode):
+            raise WriteError("not written: a symbolic link is at its name (name the file it "
+                             "points to)")
+        _require_writable(path, info)
+        if not overwrite:
+            raise WriteError("not written: it exists")
+        try:
+            current = read_regular(path, MAX_REPLACED_SIZE)
+        except ReadError as error:
+            raise WriteError(f"not written: {error}") from None
+    except FileExistsError:
+        raise WriteError("not written: something was made at its name meanwhile") from None
+    except OSError as error:
+        raise WriteError(f"not written: {error.strerror or type(error).__name__}") from error
+    write_fixed(path, data, current)
+
+
+def _require_no_link_below(top: Path, folder: Path) -> None:
+    """A WriteError where a folder of `folder`'s path below `top` is a symbolic link."""
+    try:
+        parts = folder.relative_to(top).parts
+    except ValueError:
+        return  # a folder the user named outside the current one: theirs to name
+    at = top
+    for part in parts:
+        at = at / part
+        try:
+            if stat.S_ISLNK(os.lstat(at).st_mode):
+                raise WriteError(f"not written: {at} is a symbolic link (name the folder it "
+                                 "points to)")
+        except FileNotFoundError:
+            return
+
+
+def _make_folders(folder: Path) -> None:
+    missing = []
+    while not os.path.lexists(folder):
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        os.mkdir(each)
+        if stat.S_ISLNK(os.lstat(each).st_mode):  # pragma: no cover - a race
+            raise WriteError(f"not written: {each} is a symbolic link")
+
+
+def create_file(path: Path, data: bytes) -> None:
+    """A new file at `path`, whole or not at all, never through a link or over anything there
+    (FileExistsError), with the mode the umask gives."""
+    descriptor, temporary = tempfile.mkstemp(prefix=".cudalint-", dir=path.parent)
+    try:
+        _overwrite(descriptor, data)
+        os.fchmod(descriptor, 0o666 & ~_umask())
+        os.link(temporary, path)  # fails where anything, a dangling link included, is there
+    finally:
+        os.close(descriptor)
+        os.unlink(temporary)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _require_writable(path: Path, info: os.stat_result) -> None:
@@ -278,19 +369,71 @@ def _attribute(descriptor: int, name: str) -> bytes | None:
 
 
 def _rewrite_in_place(path: Path, data: bytes, original: bytes, info: os.stat_result) -> None:
+    """Rewrite the file itself (its inode: hard links, owner and attributes stay), once `data`
+    is whole on disk beside it; its `original` bytes written back should the rewrite fail."""
     descriptor = os.open(path, os.O_RDWR | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)  # released with the descriptor
         _require_same_file(os.fstat(descriptor), info)
         _require_unchanged(_read_up_to(descriptor, len(original) + 1), original)
-        os.lseek(descriptor, 0, os.SEEK_SET)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(descriptor, view) :]
-        os.ftruncate(descriptor, len(data))
-        os.fsync(descriptor)
+        with _written_beside(path, data):  # no room for it: nothing is touched
+            try:
+                _overwrite(descriptor, data)
+            except BaseException:
+                _restore(path, descriptor, original)
+                raise
     finally:
         os.close(descriptor)
+
+
+@contextlib.contextmanager
+def _written_beside(path: Path, data: bytes) -> Iterator[None]:
+    """`data` in a private file in `path`'s folder, synced, for as long as the rewrite lasts:
+    the text is whole on disk before the old one is touched (and stays there if the process
+    dies in the middle)."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+    try:
+        _overwrite(handle, data)
+        yield
+    finally:
+        os.close(handle)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+def _overwrite(descriptor: int, data: bytes) -> None:
+    """The open file's bytes made `data`, synced."""
+    view, offset = memoryview(data), 0
+    while offset < len(data):
+        offset += os.pwrite(descriptor, view[offset:], offset)
+    os.ftruncate(descriptor, len(data))
+    os.fsync(descriptor)
+
+
+def _restore(path: Path, descriptor: int, original: bytes) -> None:
+    """Write the file's old bytes back after a failed rewrite; where even that fails, keep them
+    beside it and say where (a WriteError)."""
+    try:
+        _overwrite(descriptor, original)
+    except OSError as error:
+        kept = _keep_beside(path, original)
+        where = f"its old text is in {kept}" if kept else "its old text could not be kept"
+        raise WriteError(f"written in part and not restored ({error.strerror}): {where}") \
+            from error
+
+
+def _keep_beside(path: Path, data: bytes) -> str | None:
+    try:
+        handle, kept = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".orig")
+    except OSError:
+        return None
+    try:
+        _overwrite(handle, data)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+    return kept
 
 
 def _read_current(path: Path, info: os.stat_result, size: int) -> bytes:
