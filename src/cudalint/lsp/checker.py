@@ -27,6 +27,7 @@ from cudalint.engine.project import facts as project
 from cudalint.engine.running import helpers
 from cudalint.engine.running.discovery import discover
 from cudalint.engine.running.helpers import HelperPlan
+from cudalint.engine.running.project_facts import ProjectFacts
 from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
@@ -66,6 +67,7 @@ class Project:
     config: Config
     settings: Settings
     enabled: tuple[type[Rule], ...]
+    root: Path  # the project's root (running/project_facts), where its facts come from
     _rules: dict[Path, tuple[type[Rule], ...]] = field(default_factory=dict, compare=False)
     _excluded: dict[tuple[Path, FileKind], bool] = field(default_factory=dict, compare=False)
 
@@ -73,6 +75,12 @@ class Project:
         if path not in self._rules:
             self._rules[path] = rules_for(path, self.enabled, self.config)
         return self._rules[path]
+
+    def file_settings(self, path: Path, kind: FileKind, *,
+                      existing_only: bool = True) -> Settings:
+        """The settings of a buffer of this project, as `cudalint check` gives its file."""
+        return project.file_settings(self.settings, self.config, path, kind,
+                                     existing_only=existing_only, root=self.root)
 
     def excludes(self, path: Path, kind: FileKind) -> bool:
         """Whether the CLI would skip the file (`exclude`, `exclude-kinds`), as with
@@ -114,8 +122,10 @@ def _load(folder: Path, root: Path) -> Project | ConfigError:
         config = load_config(folder)
         if config.source is None and root != folder:
             config = Config(root=root.resolve())
-        return Project(config, project.settings_for(config),
-                       selected_rules(registry, config, _OPTIONS))
+        facts = ProjectFacts(config)
+        root = facts.root_of_folder(folder)
+        return Project(config, facts.settings(root), selected_rules(registry, config, _OPTIONS),
+                       root)
     except ConfigError as error:
         return error
 
@@ -140,8 +150,7 @@ def check_text(path: Path, kind: FileKind, text: str, found: Project, *,
                edits: bool = False) -> list[Finding]:
     """The findings for a buffer; with `edits`, each fix with its text edits (a code action
     needs them, diagnostics do not)."""
-    settings = project.file_settings(found.settings, found.config, path, kind,
-                                     existing_only=True)
+    settings = found.file_settings(path, kind)
     report = check_file(path, kind, found.rules_for(path), settings,
                         _WITH_EDITS if edits else _OPTIONS, data=encode(text))
     return sorted(report.findings, key=Finding.sort_key)
@@ -222,8 +231,7 @@ def _tree(source: bytes, cache: UnitCache) -> ast.Module | None:
 def _python_job(path: Path, data: bytes, found: Project, *,
                 existing_only: bool = True) -> Job:
     python_rules = tuple(r for r in found.rules_for(path) if issubclass(r, PythonRule))
-    settings = project.file_settings(found.settings, found.config, path, FileKind.PYTHON,
-                                     existing_only=existing_only)
+    settings = found.file_settings(path, FileKind.PYTHON, existing_only=existing_only)
     return Job(path, FileKind.PYTHON, data, python_rules, (), settings,
                Prefilter.for_rules(python_rules, settings), _OPTIONS)
 

@@ -24,35 +24,55 @@ from cudalint.kinds import FileKind
 from cudalint.record import Record
 
 
-def settings_for(config: Config) -> Settings:
-    setup = setup_facts(config.root)
-    stated = stated_torch(config, setup)
+def settings_for(config: Config, root: Path | None = None) -> Settings:
+    """The settings of the files of the project at `root` (None: the configuration's folder),
+    from the project's own files at its root, never from which files a run was given (the
+    tree's facts are `with_tree`'s). `root=None` with an empty `Config`: a buffer of no
+    project, which knows only the configuration's facts."""
+    root = config.root if root is None else root
+    setup = setup_facts(root)
+    stated = stated_torch(config, setup, root)
     return Settings(
         helper_module=config.helper or HELPER_MODULE_DEFAULT,
-        target_torch=stated or assumed_torch(config.root),
+        target_torch=stated or assumed_torch(root),
         torch_stated=stated is not None,
-        first_party=(frozenset(config.known_first_party) | first_party_packages(config.root)
-                     | setup.packages | pyproject_names(config.root)),
+        first_party=(frozenset(config.known_first_party) | first_party_packages(root)
+                     | setup.packages | pyproject_names(root)),
         extension_modules=setup.cuda_extensions,
     )
 
 
-def stated_torch(config: Config, setup: SetupFacts) -> tuple[int, int] | None:
+def unknown_project_settings(config: Config) -> Settings:
+    """The settings of a buffer whose project cannot be known (standard input without a file
+    name): only what the configuration states; every finding that depends on a project fact
+    is the conservative one (no own package exempts an import from CUD201)."""
+    stated = config.target_torch_tuple
+    return Settings(
+        helper_module=config.helper or HELPER_MODULE_DEFAULT,
+        target_torch=stated or parse_version(DEFAULT_TARGET_TORCH),
+        torch_stated=stated is not None,
+        first_party=frozenset(config.known_first_party),
+    )
+
+
+def stated_torch(config: Config, setup: SetupFacts,
+                 root: Path | None = None) -> tuple[int, int] | None:
     """The torch the fixes must work on: the `target-torch` setting, else the oldest torch the
     project's files allow; None where neither says (the run assumes DEFAULT_TARGET_TORCH,
     never the installed torch)."""
-    found = stated_torch_source(config, setup)
+    found = stated_torch_source(config, setup, root)
     return None if found is None else found[0]
 
 
-def stated_torch_source(config: Config,
-                        setup: SetupFacts) -> tuple[tuple[int, int], str] | None:
+def stated_torch_source(config: Config, setup: SetupFacts,
+                        root: Path | None = None) -> tuple[tuple[int, int], str] | None:
     """`stated_torch`, and where it is stated: `[tool.cudalint]` (or the configuration file's
-    name, for a cudalint.toml), else the project file with the lowest bound."""
+    name, for a cudalint.toml), else the file of the project at `root` (None: the
+    configuration's folder) with the lowest bound."""
     if config.target_torch_tuple is not None:
         name = config.source.name if config.source is not None else "pyproject.toml"
         return config.target_torch_tuple, "[tool.cudalint]" if name == "pyproject.toml" else name
-    return torch_floor_source(config.root, setup)
+    return torch_floor_source(config.root if root is None else root, setup)
 
 
 def assumed_torch(root: Path) -> tuple[int, int]:
@@ -86,14 +106,16 @@ def with_tree(settings: Settings, tree: TreeFacts) -> Settings:
     return settings
 
 
-def target_torch_source(config: Config, tree: TreeFacts | None) -> tuple[tuple[int, int], str]:
-    """The torch the fixes of a run target (`with_tree(settings_for(config), tree)`'s; `tree`
-    None: a run without a tree scan, standard input's), and where it comes from, as
+def target_torch_source(config: Config, tree: TreeFacts | None,
+                        root: Path | None = None) -> tuple[tuple[int, int], str]:
+    """The torch the fixes of the project at `root` target (`with_tree(settings_for(config,
+    root), tree)`'s; `tree` None: without a tree scan), and where it comes from, as
     `--show-settings` says it."""
-    stated = stated_torch_source(config, setup_facts(config.root))
+    root = config.root if root is None else root
+    stated = stated_torch_source(config, setup_facts(root), root)
     if stated is not None:
         return stated
-    assumed = assumed_torch_source(config.root)
+    assumed = assumed_torch_source(root)
     if tree is not None and _lowered_by_tree(assumed[0], tree):
         return OLD_TORCH, f"{OLD_TORCH_SIGNAL.decode()} in the code"
     return assumed
@@ -149,6 +171,43 @@ def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
     return TreeFacts(own, frozenset(copies), old, _setup_extensions(setups, limit))
 
 
+# What the project scan learns from one Python file: `file_facts`'s three, and for a setup.py
+# the modules its `CUDAExtension(...)` calls build (plain JSON: the scan's cache keeps it).
+FileFacts = tuple[bool, bool, bool, tuple[str, ...]]
+
+
+def project_file_facts(path: Path, data: bytes) -> FileFacts:
+    """What the scan of a project's tree learns from one Python file (`path`, read as
+    `data`): a plain text search, and LibCST only for a setup.py that names an extension."""
+    helper_copy, cuda_method, old_torch = file_facts(data)
+    extensions: tuple[str, ...] = ()
+    if path.name == "setup.py" and b"Extension" in data:
+        from cudalint.engine.project.setup_py import read_setup  # LibCST: only for such files
+
+        extensions = tuple(sorted(read_setup(data.decode("utf-8", "replace")).cuda_extensions))
+    return helper_copy, cuda_method, old_torch, extensions
+
+
+def scan_project(files: Iterable[Path],
+                 facts_of: Callable[[Path], FileFacts | None]) -> TreeFacts:
+    """The tree facts of a project from its Python files (`files`: every one of them, found
+    from its root, whatever a run was given), each file's facts from `facts_of` (None:
+    unreadable, reported when the file is checked)."""
+    own, copies, old = False, set(), False
+    extensions: set[str] = set()
+    for path in files:
+        facts = facts_of(path)
+        if facts is None:
+            continue
+        helper_copy, cuda_method, old_torch, built = facts
+        if helper_copy:
+            copies.add(path)
+        own = own or cuda_method
+        old = old or old_torch
+        extensions.update(built)
+    return TreeFacts(own, frozenset(copies), old, frozenset(extensions))
+
+
 def _setup_extensions(setups: Iterable[Path], limit: int) -> frozenset[str]:
     """The modules the `CUDAExtension(...)` calls of these setup.py files build: one per
     extension folder (`ext_a/setup.py`) as often as the project's root one. A file that
@@ -195,13 +254,16 @@ def _read_facts(path: Path, limit: int) -> tuple[bool, bool, bool] | None:
 
 
 def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind, *,
-                  existing_only: bool = False, fixing: bool = True) -> Settings:
-    """The settings for one file: its own standalone helper module when the configuration
-    names none and the project does not depend on cudalint. `existing_only` (the editor,
-    which cannot create the helper's file): only when that file exists."""
-    if config.helper or depends_on_cudalint(config.root):
+                  existing_only: bool = False, fixing: bool = True,
+                  root: Path | None = None) -> Settings:
+    """The settings for one file of the project at `root` (None: the configuration's
+    project): its own standalone helper module when the configuration names none and the
+    project does not depend on cudalint. `existing_only` (the editor, which cannot create the
+    helper's file): only when that file exists."""
+    root = project_root(config) if root is None else root
+    if config.helper or depends_on_cudalint(root):
         return settings
-    place = helper_place(path, kind, project_root(config), fixing=fixing)
+    place = helper_place(path, kind, root, fixing=fixing)
     if existing_only and place.path is not None and not _complete_helper(place.path):
         place = INLINE  # the editor and stdin write one file: the fix carries the helper
     return settings.replace(helper_module=place.module, helper_file=place.path)

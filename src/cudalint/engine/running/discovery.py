@@ -77,10 +77,22 @@ def discover(
                     found[file] = kind
             continue
         named = _named_file(path, root, errors)
-        kind = None if named is None else classify(named) or _explicit_kind(named)
+        # its kind from its absolute path: a workflow named from `.github/workflows/` is one
+        kind = None if named is None else (classify(Path(os.path.abspath(named)))
+                                           or _explicit_kind(named))
         if named is not None and kind is not None and kind.value not in excluded_kinds:
             found[named] = kind
     return sorted(found.items())
+
+
+def project_python_files(root: Path, config: Config) -> list[Path]:
+    """The Python files of the project at `root`, as a run of `root` itself finds them (the
+    excludes and the .gitignore files, from `root`): what its project facts are read from,
+    whatever a run was given. A folder that cannot be read is left out here (the run that
+    checks it says so)."""
+    root = root.resolve()
+    return [file for file in _walk(root, root, config, _exclude_spec(config), [])
+            if file.suffix == ".py"]
 
 
 def _named_file(path: Path, root: Path, errors: list[tuple[Path, str]]) -> Path | None:
