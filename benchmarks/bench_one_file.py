@@ -80,7 +80,7 @@ def make_tree(folder: Path, files: int) -> Path:
                                          'dependencies = ["torch>=2.1"]\n')
     (root / "pkg").mkdir()
     (root / "pkg" / "__init__.py").write_text("")
-    per_folder, written, s = 40, 2, 0
+    per_folder, written, s = 40, 1, 0
     while written < files:
         sub = root / "pkg" / f"sub_{s}"
         sub.mkdir()
@@ -92,10 +92,8 @@ def make_tree(folder: Path, files: int) -> Path:
             written += 1
         s += 1
     (root / "pkg" / "sub_7" / "mod_3.py").write_text(STAGED)
-    old = time.time() - 3600  # settled, as a repository's files are (cache.file_status)
-    for path in root.rglob("*"):
-        os.utime(path, (old, old))
-    return root
+    time.sleep(2.5)  # settled, as a repository's files are: the caches record a file's
+    return root  # status only two seconds after its last change (cache.file_status)
 
 
 def reference_source(given: Path | None, scratch: Path) -> Path:

@@ -4,14 +4,15 @@ the project's root, and from the file's own folder), from a pre-commit run of it
 (`--force-exclude`), from standard input with `--stdin-filename`, and from the language
 server's first diagnostics; and `--fix` of the file alone writes what `--fix .` writes for it.
 
-    python scripts/parity.py TREE [TREE ...] [--no-lsp]
+    python scripts/parity.py [TREE ...] [--kernel-library] [--no-lsp] [--no-fix]
 
 Each TREE (a project: the folder of its pyproject.toml, setup.py or .git) is copied to a
 temporary folder, and every way in is run there: the checks in this process (`cudalint.cli.main`,
 `--output-format json`), the language server once per tree for all its files. A finding is
 compared by its code, row, column, severity, guard flag and fix (applicability and message).
 Each disagreement is printed with its file and the two ways in; exit 1 if there is any, 0 if
-none, 2 on bad usage.
+none, 2 on bad usage. `--kernel-library` adds a generated project whose own package is on
+CUD201's table (`flash_attn`) and whose setup.py builds its own extension (`flash_attn._C`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,36 @@ class Disagreement:
         return (f"{self.file}: `{self.first}` and `{self.second}` disagree\n"
                 f"    only from `{self.first}`: {self.only_first}\n"
                 f"    only from `{self.second}`: {self.only_second}")
+
+
+KERNEL_LIBRARY = {
+    "pyproject.toml": '[project]\nname = "flash-attn"\nversion = "2.0"\n',
+    "setup.py": (
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n\n"
+        'setup(\n    name="flash-attn",\n    packages=["flash_attn"],\n'
+        '    ext_modules=[CUDAExtension("flash_attn._C", ["csrc/flash.cu"])],\n'
+        '    cmdclass={"build_ext": BuildExtension},\n)\n'),
+    "flash_attn/__init__.py": "",
+    "flash_attn/mod.py": (
+        "import torch\nfrom flash_attn import _C\nfrom flash_attn.utils import pad\n\n\n"
+        "def forward(q):\n    return _C.fwd(pad(q).cuda())\n"),
+    "flash_attn/utils.py": "def pad(x):\n    return x\n",
+    # a class of the project with its own `cuda` method: `x.cuda()` may be one of its objects
+    "tools/sensor.py": "class Sensor:\n    def cuda(self):\n        return self\n",
+    "tests/test_mod.py": (
+        "import torch\nfrom flash_attn.mod import forward\n\n\n"
+        "def test_forward():\n    assert forward(torch.zeros(2, device='cuda')).shape == (2,)\n"),
+}
+
+
+def kernel_library(folder: Path) -> Path:
+    """A kernel library's own repository (`flash-attention/`) written in `folder`."""
+    root = folder / "flash-attention"
+    for name, text in KERNEL_LIBRARY.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
 
 
 def parity(tree: Path, *, lsp: bool = True, fix: bool = True) -> list[Disagreement]:
@@ -299,7 +330,9 @@ class _Client:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("trees", nargs="+", type=Path, help="project folders")
+    parser.add_argument("trees", nargs="*", type=Path, help="project folders")
+    parser.add_argument("--kernel-library", action="store_true",
+                        help="also a generated kernel library (flash_attn, flash_attn._C)")
     parser.add_argument("--no-lsp", action="store_true", help="leave the language server out")
     parser.add_argument("--no-fix", action="store_true", help="leave the --fix comparison out")
     args = parser.parse_args(argv)
@@ -307,10 +340,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(f"parity: error: {missing[0]}: not a folder", file=sys.stderr)
         return 2
+    if not args.trees and not args.kernel_library:
+        parser.error("no tree to compare")
+    with tempfile.TemporaryDirectory(prefix="cudalint-generated-") as generated:
+        trees = [*args.trees, *([kernel_library(Path(generated))] if args.kernel_library else [])]
+        return _compare_all(trees, lsp=not args.no_lsp, fix=not args.no_fix)
+
+
+def _compare_all(trees: Sequence[Path], *, lsp: bool, fix: bool) -> int:
     failed = 0
-    for tree in args.trees:
+    for tree in trees:
         started = time.monotonic()
-        found = parity(tree, lsp=not args.no_lsp, fix=not args.no_fix)
+        found = parity(tree, lsp=lsp, fix=fix)
         for disagreement in found:
             print(disagreement)
         failed += len(found)

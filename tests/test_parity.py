@@ -17,34 +17,6 @@ from cudalint.engine.running import project_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SETUP = """\
-from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CUDAExtension
-
-setup(
-    name="flash-attn",
-    packages=["flash_attn"],
-    ext_modules=[CUDAExtension("flash_attn._C", ["csrc/flash.cu"])],
-    cmdclass={"build_ext": BuildExtension},
-)
-"""
-MOD = """\
-import torch
-from flash_attn import _C
-from flash_attn.utils import pad
-
-
-def forward(q):
-    return _C.fwd(pad(q).cuda())
-"""
-# a class of the project with its own `cuda` method: `x.cuda()` may be one of its objects
-SENSOR = """\
-class Sensor:
-    def cuda(self):
-        return self
-"""
-
-
 @pytest.fixture(scope="module")
 def parity() -> ModuleType:
     spec = importlib.util.spec_from_file_location("parity", ROOT / "scripts" / "parity.py")
@@ -56,16 +28,10 @@ def parity() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("repo") / "flash-attention"
-    (root / "flash_attn").mkdir(parents=True)
-    (root / "pyproject.toml").write_text('[project]\nname = "flash-attn"\nversion = "2.0"\n')
-    (root / "setup.py").write_text(SETUP)
-    (root / "flash_attn" / "__init__.py").write_text("")
-    (root / "flash_attn" / "mod.py").write_text(MOD)
-    (root / "flash_attn" / "utils.py").write_text("def pad(x):\n    return x\n")
-    (root / "tools").mkdir()
-    (root / "tools" / "sensor.py").write_text(SENSOR)
+def repo(parity: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """flash-attention: its own package on CUD201's table, its setup.py building
+    flash_attn._C, a class with its own `cuda` method in tools/sensor.py."""
+    root: Path = parity.kernel_library(tmp_path_factory.mktemp("repo"))
     return root
 
 

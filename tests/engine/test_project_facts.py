@@ -92,6 +92,28 @@ def test_a_second_run_reads_only_the_files_changed(tmp_path, settled):
     assert after.read == 1
 
 
+def test_the_root_files_are_read_again_only_when_one_changes(tmp_path, settled, monkeypatch):
+    """What pyproject.toml, setup.py, requirements say is kept by their status: a one-file
+    run parses none of them again, and a new or changed one is read."""
+    from cudalint.engine.project import facts as project
+
+    root = _project(tmp_path, files=1)
+    read: list[Path] = []
+    real = project.root_facts
+    monkeypatch.setattr(project, "root_facts", lambda at: read.append(at) or real(at))
+
+    def target() -> tuple[int, int]:
+        return ProjectFacts(Config(root=root)).settings(root.resolve()).target_torch
+
+    assert target() == (2, 6) and len(read) == 1  # the default: the project states none
+    assert target() == (2, 6) and len(read) == 1
+    (root / "requirements.txt").write_text("torch>=2.1\n")  # a file that was not there
+    assert target() == (2, 1) and len(read) == 2
+    (root / "requirements.txt").write_text("torch>=1.13\n")
+    assert target() == (1, 13) and len(read) == 3
+    assert target() == (1, 13) and len(read) == 3
+
+
 def test_a_cache_signed_with_another_key_is_not_read(tmp_path, settled):
     """A committed scan cache could hide a `cuda` method and make the fix look safe."""
     root = _project(tmp_path, files=2)

@@ -34,7 +34,7 @@ def settings(path: Path, config: Config, options: RunOptions,
     lines = [
         f"Resolved settings for: {display_path(path)}",
         f"Settings path: {config.source or 'none (defaults)'}",
-        f"Project root: {config.root}",
+        f"Project root: {_project_root(config, path)}",
         f"kind = {json.dumps(kind.value if kind else None)}",
     ]
     for name in config.FIELDS:
@@ -50,6 +50,13 @@ def settings(path: Path, config: Config, options: RunOptions,
     lines.append(f"enabled rules = {json.dumps(codes)}")
     print("\n".join(lines))
     return 0
+
+
+def _project_root(config: Config, path: Path) -> str:
+    """The root the project facts of `path` come from (running/project_facts)."""
+    if str(path) == "-":
+        return "none (standard input has no file name)"
+    return str(ProjectFacts(config, cache=False).root_of(path))
 
 
 def _target_torch(config: Config, options: RunOptions, path: Path) -> str:

@@ -4,7 +4,7 @@ pyproject.toml (cached per folder), the rules for the path, `check_file` on the 
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -95,6 +95,8 @@ class Projects:
 
     def __init__(self) -> None:
         self._by_folder: dict[Path, Project | ConfigError] = {}
+        # the project facts of each configuration, shared by its folders (one scan a project)
+        self._facts: dict[tuple[str, str], ProjectFacts] = {}
 
     def for_path(self, path: Path, roots: Sequence[Path] = ()) -> Project:
         """The project `path` belongs to; raises ConfigError for a bad configuration. Without
@@ -103,13 +105,28 @@ class Projects:
         folder = path.parent
         found = self._by_folder.get(folder)
         if found is None:  # one lookup: the event loop may clear the cache meanwhile
-            found = self._by_folder[folder] = _load(folder, _workspace_root(folder, roots))
+            found = self._by_folder[folder] = _load(folder, _workspace_root(folder, roots),
+                                                    self._facts_of)
         if isinstance(found, ConfigError):
             raise found
         return found
 
+    def facts_changed(self, path: Path) -> bool:
+        """Whether the Python file saved at `path` now tells its project's scan something
+        else (a class's own `cuda` method, `torch._six`, an extension): the project's facts,
+        and every document's findings, must then be read again."""
+        return any([facts.changed(path) for facts in list(self._facts.values())])
+
     def clear(self) -> None:
         self._by_folder.clear()
+        self._facts.clear()
+
+    def _facts_of(self, config: Config) -> ProjectFacts:
+        key = (str(config.source), str(config.root))
+        found = self._facts.get(key)
+        if found is None:
+            found = self._facts[key] = ProjectFacts(config)
+        return found
 
 
 def _workspace_root(folder: Path, roots: Sequence[Path]) -> Path:
@@ -117,12 +134,13 @@ def _workspace_root(folder: Path, roots: Sequence[Path]) -> Path:
     return max(holding, key=lambda root: len(root.parts), default=folder)
 
 
-def _load(folder: Path, root: Path) -> Project | ConfigError:
+def _load(folder: Path, root: Path,
+          facts_of: Callable[[Config], ProjectFacts]) -> Project | ConfigError:
     try:
         config = load_config(folder)
         if config.source is None and root != folder:
             config = Config(root=root.resolve())
-        facts = ProjectFacts(config)
+        facts = facts_of(config)
         root = facts.root_of_folder(folder)
         return Project(config, facts.settings(root), selected_rules(registry, config, _OPTIONS),
                        root)

@@ -101,7 +101,9 @@ def _document_sync(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if Path(to_fs_path(uri) or uri).name in checker.PROJECT_FILES:
+        path = Path(to_fs_path(uri) or uri)
+        if path.name in checker.PROJECT_FILES or (
+                path.suffix == ".py" and linter.projects.facts_changed(path)):
             linter.reset()
             linter.changed_all()
             return

@@ -3,6 +3,7 @@ as CUDA-only libraries, as ruff's known-first-party) and its compiled CUDA exten
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
@@ -23,23 +24,96 @@ from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
 from cudalint.kinds import FileKind
 from cudalint.record import Record
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import Any
 
-def settings_for(config: Config, root: Path | None = None) -> Settings:
+
+def settings_for(config: Config, root: Path | None = None,
+                 known: RootFacts | None = None) -> Settings:
     """The settings of the files of the project at `root` (None: the configuration's folder),
-    from the project's own files at its root, never from which files a run was given (the
-    tree's facts are `with_tree`'s). `root=None` with an empty `Config`: a buffer of no
-    project, which knows only the configuration's facts."""
+    from the project's own files at its root (`known`: what `root_facts` read of them, where
+    a cache kept it), never from which files a run was given (the tree's facts are
+    `with_tree`'s)."""
     root = config.root if root is None else root
-    setup = setup_facts(root)
-    stated = stated_torch(config, setup, root)
+    known = root_facts(root) if known is None else known
+    stated = (config.target_torch_tuple if config.target_torch_tuple is not None
+              else None if known.floor is None else known.floor[0])
     return Settings(
         helper_module=config.helper or HELPER_MODULE_DEFAULT,
-        target_torch=stated or assumed_torch(root),
+        target_torch=stated or _assumed(known.documented),
         torch_stated=stated is not None,
         first_party=(frozenset(config.known_first_party) | first_party_packages(root)
-                     | setup.packages | pyproject_names(root)),
-        extension_modules=setup.cuda_extensions,
+                     | known.setup.packages | known.names),
+        extension_modules=known.setup.cuda_extensions,
     )
+
+
+class RootFacts(Record):
+    """What a project's files at its root say (`root_facts`): plain values, which the project
+    scan's cache keeps by the status of `root_fact_files` (reading them parses TOML, and a
+    setup.py with LibCST)."""
+
+    __slots__ = ("depends_on_cudalint", "documented", "floor", "names", "setup")
+    FIELDS = ("setup", "names", "floor", "documented", "depends_on_cudalint")
+
+    def __init__(self, setup: SetupFacts, names: frozenset[str],
+                 floor: tuple[tuple[int, int], str] | None,
+                 documented: tuple[tuple[int, int], str] | None,
+                 depends_on_cudalint: bool) -> None:
+        self.setup = setup  # what setup.py declares
+        self.names = names  # pyproject_names
+        self.floor = floor  # torch_floor_source
+        self.documented = documented  # documented_floor_source
+        self.depends_on_cudalint = depends_on_cudalint
+
+    def to_json(self) -> list[object]:
+        setup = self.setup
+        return [sorted(setup.cuda_extensions), sorted(setup.packages), list(setup.requires),
+                sorted(self.names), self.floor, self.documented, self.depends_on_cudalint]
+
+    @classmethod
+    def from_json(cls, value: list[Any]) -> RootFacts:
+        """The facts `to_json` gave; ValueError, TypeError, IndexError for another shape."""
+        extensions, packages, requires, names, floor, documented, depends = value
+        strings = [*extensions, *packages, *requires, *names]
+        if not all(isinstance(s, str) for s in strings) or not isinstance(depends, bool):
+            raise ValueError("not root facts")
+        return cls(SetupFacts(frozenset(extensions), frozenset(packages), tuple(requires)),
+                   frozenset(names), _sourced(floor), _sourced(documented), depends)
+
+
+def _sourced(value: Any) -> tuple[tuple[int, int], str] | None:
+    if value is None:
+        return None
+    version, source = value
+    major, minor = version
+    if not (isinstance(major, int) and isinstance(minor, int) and isinstance(source, str)):
+        raise ValueError("not a floor")
+    return (major, minor), source
+
+
+def root_facts(root: Path) -> RootFacts:
+    """What the files at the project's root say (`root_fact_files`)."""
+    setup = setup_facts(root)
+    return RootFacts(setup, pyproject_names(root), torch_floor_source(root, setup),
+                     documented_floor_source(root), declares(root, setup, "cudalint"))
+
+
+# The files at a project's root that `root_facts` reads, by pattern (torch_floor's files).
+_ROOT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt",
+               "requirements/*.txt", "environment*.yml", "environment*.yaml", "README*")
+
+
+def root_fact_files(root: Path) -> list[Path]:
+    """The files `root_facts` reads: its answer changes only when one of them does (or one
+    is added or removed)."""
+    return sorted({path for pattern in _ROOT_FILES for path in root.glob(pattern)})
+
+
+def _assumed(documented: tuple[tuple[int, int], str] | None) -> tuple[int, int]:
+    default = parse_version(DEFAULT_TARGET_TORCH)
+    return documented[0] if documented is not None and documented[0] < default else default
 
 
 def unknown_project_settings(config: Config) -> Settings:
@@ -176,20 +250,20 @@ def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
 FileFacts = tuple[bool, bool, bool, tuple[str, ...]]
 
 
-def project_file_facts(path: Path, data: bytes) -> FileFacts:
+def project_file_facts(path: str, data: bytes) -> FileFacts:
     """What the scan of a project's tree learns from one Python file (`path`, read as
     `data`): a plain text search, and LibCST only for a setup.py that names an extension."""
     helper_copy, cuda_method, old_torch = file_facts(data)
     extensions: tuple[str, ...] = ()
-    if path.name == "setup.py" and b"Extension" in data:
+    if os.path.basename(path) == "setup.py" and b"Extension" in data:
         from cudalint.engine.project.setup_py import read_setup  # LibCST: only for such files
 
         extensions = tuple(sorted(read_setup(data.decode("utf-8", "replace")).cuda_extensions))
     return helper_copy, cuda_method, old_torch, extensions
 
 
-def scan_project(files: Iterable[Path],
-                 facts_of: Callable[[Path], FileFacts | None]) -> TreeFacts:
+def scan_project(files: Iterable[str],
+                 facts_of: Callable[[str], FileFacts | None]) -> TreeFacts:
     """The tree facts of a project from its Python files (`files`: every one of them, found
     from its root, whatever a run was given), each file's facts from `facts_of` (None:
     unreadable, reported when the file is checked)."""
@@ -201,7 +275,7 @@ def scan_project(files: Iterable[Path],
             continue
         helper_copy, cuda_method, old_torch, built = facts
         if helper_copy:
-            copies.add(path)
+            copies.add(Path(path))
         own = own or cuda_method
         old = old or old_torch
         extensions.update(built)
@@ -255,13 +329,13 @@ def _read_facts(path: Path, limit: int) -> tuple[bool, bool, bool] | None:
 
 def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind, *,
                   existing_only: bool = False, fixing: bool = True,
-                  root: Path | None = None) -> Settings:
+                  root: Path | None = None, depends: bool | None = None) -> Settings:
     """The settings for one file of the project at `root` (None: the configuration's
     project): its own standalone helper module when the configuration names none and the
-    project does not depend on cudalint. `existing_only` (the editor, which cannot create the
-    helper's file): only when that file exists."""
+    project does not depend on cudalint (`depends`: whether it does, where known). `existing_only`
+    (the editor, which cannot create the helper's file): only when that file exists."""
     root = project_root(config) if root is None else root
-    if config.helper or depends_on_cudalint(root):
+    if config.helper or (depends_on_cudalint(root) if depends is None else depends):
         return settings
     place = helper_place(path, kind, root, fixing=fixing)
     if existing_only and place.path is not None and not _complete_helper(place.path):

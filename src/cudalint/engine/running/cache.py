@@ -218,7 +218,7 @@ class Cache:
             _forget_old_indexes(self.store.folder)
 
 
-def file_status(path: Path) -> Status | None:
+def file_status(path: Path | str) -> Status | None:
     """The status that stands for a file's content, or None when it was changed too
     recently (or cannot be read): see the module's docstring."""
     now = time.time_ns()

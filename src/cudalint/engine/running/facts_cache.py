@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import cudalint
+from cudalint.engine.project.facts import RootFacts, root_fact_files
 from cudalint.engine.running.cache import (
     _SIGNED,
     NO_CACHE_ENV,
@@ -79,10 +80,10 @@ class FactsCache:
         store = Store(folder, salt, secret)
         return cls(store, index, _read_index(index, store), writing=writing)
 
-    def facts(self, path: Path, compute: Callable[[Path], FileFacts | None]) -> FileFacts | None:
-        """The file's facts: from the index when its status is the one recorded, else from
-        `compute` (recorded when the file's status is settled)."""
-        key = os.path.abspath(path)
+    def facts(self, path: str, compute: Callable[[str], FileFacts | None]) -> FileFacts | None:
+        """The facts of the file at `path` (absolute): from the index when its status is the
+        one recorded, else from `compute` (recorded when the file's status is settled)."""
+        key = path
         status = file_status(path)
         known = self.files.get(key)
         if status is not None and _well_formed(known) and known[0] == list(status):
@@ -90,6 +91,20 @@ class FactsCache:
         found = compute(path)
         if found is not None and status is not None:
             self.changed[key] = [list(status), list(found[:3]), list(found[3])]
+        return found
+
+    def root_facts(self, root: Path, compute: Callable[[Path], RootFacts]) -> RootFacts:
+        """What the files at the project's root say: from the index when each of those files
+        has the status recorded (and no such file came or went), else from `compute`."""
+        key = os.path.abspath(root)
+        statuses = [[path.name, file_status(path)] for path in root_fact_files(root)]
+        known = self.files.get(key)
+        if isinstance(known, list) and len(known) == 2 and known[0] == _plain(statuses):
+            with contextlib.suppress(ValueError, TypeError, IndexError):
+                return RootFacts.from_json(known[1])
+        found = compute(root)
+        if all(status is not None for _, status in statuses):
+            self.changed[key] = [_plain(statuses), found.to_json()]
         return found
 
     def save(self) -> None:
@@ -104,6 +119,11 @@ class FactsCache:
         body = json.dumps({"salt": self.store.salt, "files": files}).encode()[1:]
         with contextlib.suppress(OSError):  # a read-only or full disk costs speed only
             _write(self.index, b"".join((_SIGNED, _mac(body, self.store.secret), b'", ', body)))
+
+
+def _plain(statuses: list[list[Any]]) -> list[list[Any]]:
+    """The statuses as JSON reads them back (lists, not tuples)."""
+    return [[name, None if status is None else list(status)] for name, status in statuses]
 
 
 def _well_formed(entry: object) -> TypeGuard[list[Any]]:

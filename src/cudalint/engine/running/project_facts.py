@@ -29,6 +29,7 @@ from cudalint.kinds import FileKind
 # Folders that hold installed distributions: a file below one belongs to the distribution's
 # top folder, never to a project the environment happens to sit in.
 _INSTALLED = frozenset({"site-packages", "dist-packages"})
+_NOTHING: project.FileFacts = (False, False, False, ())  # a file that tells the scan nothing
 
 
 class ProjectFacts:
@@ -41,9 +42,10 @@ class ProjectFacts:
         self.writing = writing  # whether it is written (not by a fix: the lint cache's rule)
         self._roots: dict[str, Path] = {}
         self._settings: dict[Path, Settings] = {}
+        self._root_facts: dict[Path, project.RootFacts] = {}
         self._trees: dict[Path, project.TreeFacts] = {}
         self._caches: dict[Path, FactsCache | None] = {}
-        self._files: dict[Path, project.FileFacts | None] = {}
+        self._files: dict[str, project.FileFacts | None] = {}
         # the files each root's scan read (not from the cache): what the benchmark counts
         self.read = 0
 
@@ -63,8 +65,20 @@ class ProjectFacts:
         """The settings of every file of the project at `root`, before the helper's place."""
         found = self._settings.get(root)
         if found is None:
-            found = project.with_tree(project.settings_for(self.config, root), self.tree(root))
+            known = self.root_facts(root)
+            found = project.with_tree(project.settings_for(self.config, root, known),
+                                      self.tree(root))
             self._settings[root] = found
+        return found
+
+    def root_facts(self, root: Path) -> project.RootFacts:
+        """What the files at the project's root say, through the scan's cache."""
+        found = self._root_facts.get(root)
+        if found is None:
+            store = self._cache(root)
+            found = (project.root_facts(root) if store is None
+                     else store.root_facts(root, project.root_facts))
+            self._root_facts[root] = found
         return found
 
     def for_file(self, path: Path, kind: FileKind, *, existing_only: bool = False,
@@ -72,14 +86,17 @@ class ProjectFacts:
         """The settings of one file: its project's, with the helper's place for it."""
         root = self.root_of(path)
         return project.file_settings(self.settings(root), self.config, path, kind,
-                                     existing_only=existing_only, fixing=fixing, root=root)
+                                     existing_only=existing_only, fixing=fixing, root=root,
+                                     depends=self.root_facts(root).depends_on_cudalint)
 
     def tree(self, root: Path) -> project.TreeFacts:
         """What the scan of the project's Python files finds."""
         found = self._trees.get(root)
         if found is None:
+            store = self._cache(root)
             found = self._trees[root] = project.scan_project(
-                project_python_files(root, self.config), self.file_facts)
+                project_python_files(root, self.config),
+                lambda path: self._facts(path, store))
             self.save()
         return found
 
@@ -89,12 +106,26 @@ class ProjectFacts:
         return found is not None and found[0]
 
     def file_facts(self, path: Path) -> project.FileFacts | None:
+        """What the scan learns from one Python file (None: unreadable)."""
+        return self._facts(os.path.abspath(path), self._cache(self.root_of(path)))
+
+    def _facts(self, path: str, store: FactsCache | None) -> project.FileFacts | None:
+        """`file_facts` of an absolute path, through `store` where there is one."""
         if path in self._files:
             return self._files[path]
-        store = self._cache(self.root_of(path))
         found = self._compute(path) if store is None else store.facts(path, self._compute)
         self._files[path] = found
         return found
+
+    def changed(self, path: Path) -> bool:
+        """Whether the Python file at `path`, read again, tells the scan of its project
+        something else than it did (False where that project was not scanned)."""
+        key = os.path.abspath(path)
+        if self.root_of(path) not in self._trees:
+            return False
+        before = self._files.get(key)
+        now = self._files[key] = self._compute(key)
+        return (now or _NOTHING) != (before or _NOTHING)
 
     def save(self) -> None:
         for store in self._caches.values():
@@ -107,7 +138,7 @@ class ProjectFacts:
                                   else None)
         return self._caches[root]
 
-    def _compute(self, path: Path) -> project.FileFacts | None:
+    def _compute(self, path: str) -> project.FileFacts | None:
         self.read += 1
         try:
             data = read_regular(path, self.config.max_file_size)
