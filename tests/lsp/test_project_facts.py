@@ -32,5 +32,16 @@ def test_the_editor_reads_the_project_and_a_saved_module_changes_it(tmp_path: Pa
             server.notify("textDocument/didSave", {"textDocument": {"uri": sensor.as_uri()}})
             [cuda] = doc.diagnostics()
             assert cuda["data"]["fix"]["applicability"] == "unsafe"
+            # a buffer in no project (nothing above it marks one): said once per folder
+            loose = tmp_path / "loose"
+            loose.mkdir()
+            for name in ("a.py", "b.py"):
+                assert Document(server, loose / name, "x = 1\n").diagnostics() == []
+            told = [m["params"]["message"] for m in server.notifications
+                    if m.get("method") == "window/logMessage"]
+            assert [m for m in told if "lies in no project" in m] == [
+                f"cudalint: {loose} lies in no project (no pyproject.toml, setup.py or .git "
+                "above it): its own packages, extensions and torch floor are read from the "
+                "workspace folder"]
         finally:
             server.kill()

@@ -10,7 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from cudalint import rules as registry
-from cudalint.config import Config, ConfigError, load_config
+from cudalint.config import Config, ConfigError, find_project_root, load_config
 from cudalint.engine.checkers.job import (
     Checker,
     FileReport,
@@ -146,6 +146,11 @@ def _load(folder: Path, root: Path,
                        root)
     except ConfigError as error:
         return error
+
+
+def outside_any_project(folder: Path) -> bool:
+    """Whether no folder at or above `folder` holds a pyproject.toml, a setup.py or a .git."""
+    return find_project_root(folder) is None
 
 
 def document_kind(path: Path, language_id: str | None) -> FileKind | None:
