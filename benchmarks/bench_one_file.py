@@ -1,7 +1,7 @@
 """A pre-commit run of one file in a large repository (issue 40): `cudalint check
---force-exclude pkg/sub_7/mod_3.py` in a generated tree of 2,000 Python files, timed against
-the same run of another cudalint (default: the commit before issue 40, 84b8114, checked out
-with `git worktree` into a temporary folder) in the same minutes.
+--force-exclude pkg/sub_7/mod_3.py` in a generated tree of 2,000 Python files (by default),
+timed against the same run of another cudalint (default: the commit before issue 40, 84b8114,
+checked out with `git worktree` into a temporary folder) in the same minutes.
 
 Since issue 40, a run reads its project's facts from the whole project (a class's own `cuda`
 method, `torch._six`, nested setup.py files), not from the files it was given: a scan of the
@@ -60,7 +60,7 @@ def build(width: int = 64) -> Block{i}:
 HELPERS = "def init(model):\n    return model\n"
 STAGED = '''import torch
 
-from pkg.sub_7 import helpers
+from pkg.sub_{s} import helpers
 
 
 def train_step(model, batch):
@@ -72,8 +72,9 @@ def train_step(model, batch):
 '''
 
 
-def make_tree(folder: Path, files: int) -> Path:
-    """A project of `files` Python files: pyproject.toml, .git, `pkg/sub_N/mod_M.py`."""
+def make_tree(folder: Path, files: int) -> tuple[Path, str]:
+    """A project of `files` Python files (pyproject.toml, .git, `pkg/sub_N/mod_M.py`), and
+    the file a commit stages: `pkg/sub_7/mod_3.py` (an earlier folder in a small tree)."""
     root = folder / "big_repo"
     (root / ".git").mkdir(parents=True)
     (root / "pyproject.toml").write_text('[project]\nname = "big-repo"\nversion = "1.0"\n'
@@ -91,9 +92,11 @@ def make_tree(folder: Path, files: int) -> Path:
             (sub / f"mod_{i}.py").write_text(MODULE.format(i=i, s=s))
             written += 1
         s += 1
-    (root / "pkg" / "sub_7" / "mod_3.py").write_text(STAGED)
+    staged = min(7, s - 1)
+    (root / "pkg" / f"sub_{staged}" / "mod_3.py").write_text(STAGED.format(s=staged))
     time.sleep(2.5)  # settled, as a repository's files are: the caches record a file's
-    return root  # status only two seconds after its last change (cache.file_status)
+    # status only two seconds after its last change (cache.file_status)
+    return root, f"pkg/sub_{staged}/mod_3.py"
 
 
 def reference_source(given: Path | None, scratch: Path) -> Path:
@@ -154,14 +157,17 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="cudalint-one-file-"))
     made_worktree = args.reference is None
     try:
-        root = make_tree(scratch, args.files)
+        root, staged = make_tree(scratch, args.files)
         count = sum(1 for _ in root.rglob("*.py"))
         sources = {"this": ROOT / "src", "reference": reference_source(args.reference, scratch)}
-        staged = "pkg/sub_7/mod_3.py"
         print(f"a tree of {count} Python files; the staged file: {staged}; load "
               f"{os.getloadavg()[0]:.1f}")
-        for source in sources.values():  # fill each one's caches (pre-commit ran before)
-            timed(source, root, ["--force-exclude", staged])
+        for source in sources.values():
+            # bytecode compiled, as an installed cudalint has it (PYTHONDONTWRITEBYTECODE
+            # would leave a fresh worktree compiling every module on every run)
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(source)], check=True)
+            timed(source, root, ["--force-exclude", staged])  # fill its caches, as pre-commit
+            # had run before
         ratios = compare("with the cache, filled by an earlier run", sources, root,
                          ["--force-exclude", staged], args.rounds)
         ratios += compare("without the cache", sources, root,

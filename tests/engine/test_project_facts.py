@@ -119,11 +119,13 @@ def test_a_cache_signed_with_another_key_is_not_read(tmp_path, settled):
     root = _project(tmp_path, files=2)
     (root / "pkg" / "sensor.py").write_text(SENSOR)
     ProjectFacts(Config(root=root)).settings(root.resolve())
-    index = next((root / ".cudalint_cache").glob("facts-*.json"))
-    data = index.read_bytes()
-    planted = data.replace(b"[true, ", b"[false, ").replace(b"[false, true,", b"[false, false,")
-    assert planted != data
-    index.write_bytes(planted)  # the facts changed, the signature not
+    indexes = sorted((root / ".cudalint_cache").glob("facts-*.json"))
+    assert len(indexes) == 2  # each file's facts, and the summary of the tree's
+    for index in indexes:
+        data = index.read_bytes()
+        planted = data.replace(b"true", b"false")
+        assert planted != data
+        index.write_bytes(planted)  # the facts changed, the signature not
     facts = ProjectFacts(Config(root=root))
     assert facts.settings(root.resolve()).own_cuda_method
     assert facts.read == 4

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import cudalint
-from cudalint.engine.project.facts import RootFacts, root_fact_files
+from cudalint.engine.project.facts import RootFacts, TreeFacts, root_fact_files
 from cudalint.engine.running.cache import (
     _SIGNED,
     NO_CACHE_ENV,
@@ -44,17 +44,31 @@ _FORMAT = 1
 
 
 class FactsCache:
-    """One project's scan index, in the run's own process."""
+    """One project's scan index, in the run's own process: the per-file index, read only
+    when a file's facts are asked for, and the summary (`-summary.json`: the root files'
+    facts, and the tree's facts with the signature of the statuses they were read at), which
+    is all a run reads when nothing in the project changed."""
 
-    __slots__ = ("changed", "files", "index", "store", "writing")
+    __slots__ = ("_files", "changed", "index", "store", "summary", "summary_changed",
+                 "summary_index", "summary_store", "writing")
 
-    def __init__(self, store: Store, index: Path, files: dict[str, Any], *,
+    def __init__(self, store: Store, index: Path, summary_store: Store, summary_index: Path, *,
                  writing: bool = True) -> None:
         self.store = store
         self.index = index
-        self.files = files
+        self.summary_store = summary_store
+        self.summary_index = summary_index
+        self.summary: dict[str, Any] = _read_index(summary_index, summary_store)
         self.writing = writing
+        self._files: dict[str, Any] | None = None
         self.changed: dict[str, Any] = {}
+        self.summary_changed = False
+
+    @property
+    def files(self) -> dict[str, Any]:
+        if self._files is None:
+            self._files = _read_index(self.index, self.store)
+        return self._files
 
     @classmethod
     def open(cls, root: Path, *, writing: bool = True) -> FactsCache | None:
@@ -76,9 +90,30 @@ class FactsCache:
             except OSError:
                 return None
         salt = json.dumps(["facts", _FORMAT, cudalint.__version__, os.path.abspath(root)])
-        index = folder / f"facts-{_digest(salt.encode()).hexdigest()[:24]}.json"
-        store = Store(folder, salt, secret)
-        return cls(store, index, _read_index(index, store), writing=writing)
+        name = f"facts-{_digest(salt.encode()).hexdigest()[:24]}"
+        return cls(Store(folder, salt, secret), folder / f"{name}.json",
+                   Store(folder, f"{salt} summary", secret), folder / f"{name}-summary.json",
+                   writing=writing)
+
+    def tree(self, signature: str) -> TreeFacts | None:
+        """The tree's facts when its files have the statuses `signature` stands for."""
+        known = self.summary.get("tree")
+        if not (isinstance(known, list) and len(known) == 2 and known[0] == signature):
+            return None
+        try:
+            own, copies, old, extensions = known[1]
+            if not (isinstance(own, bool) and isinstance(old, bool)
+                    and all(isinstance(n, str) for n in (*copies, *extensions))):
+                return None
+            return TreeFacts(own, frozenset(map(Path, copies)), old, frozenset(extensions))
+        except (ValueError, TypeError):
+            return None
+
+    def put_tree(self, signature: str, tree: TreeFacts) -> None:
+        facts = [tree.own_cuda_method, sorted(map(str, tree.helper_copies)), tree.old_torch,
+                 sorted(tree.extension_modules)]
+        self.summary["tree"] = [signature, facts]
+        self.summary_changed = True
 
     def facts(self, path: str, compute: Callable[[str], FileFacts | None]) -> FileFacts | None:
         """The facts of the file at `path` (absolute): from the index when its status is the
@@ -96,29 +131,39 @@ class FactsCache:
     def root_facts(self, root: Path, compute: Callable[[Path], RootFacts]) -> RootFacts:
         """What the files at the project's root say: from the index when each of those files
         has the status recorded (and no such file came or went), else from `compute`."""
-        key = os.path.abspath(root)
         statuses = [[path.name, file_status(path)] for path in root_fact_files(root)]
-        known = self.files.get(key)
+        known = self.summary.get("root")
         if isinstance(known, list) and len(known) == 2 and known[0] == _plain(statuses):
             with contextlib.suppress(ValueError, TypeError, IndexError):
                 return RootFacts.from_json(known[1])
         found = compute(root)
         if all(status is not None for _, status in statuses):
-            self.changed[key] = [_plain(statuses), found.to_json()]
+            self.summary["root"] = [_plain(statuses), found.to_json()]
+            self.summary_changed = True
         return found
 
     def save(self) -> None:
         """Write the index when this run learnt something, merged with what another run
         saved meanwhile; entries of files that no longer exist are dropped."""
-        if not self.changed or not self.writing:
+        if not self.writing:
+            return
+        if self.summary_changed:
+            self.summary_changed = False
+            _signed_write(self.summary_index, self.summary, self.summary_store)
+        if not self.changed:
             return
         files = {**self.files, **_read_index(self.index, self.store)}
         files = {path: entry for path, entry in files.items() if os.path.exists(path)}
         files.update(self.changed)
-        self.files, self.changed = files, {}
-        body = json.dumps({"salt": self.store.salt, "files": files}).encode()[1:]
-        with contextlib.suppress(OSError):  # a read-only or full disk costs speed only
-            _write(self.index, b"".join((_SIGNED, _mac(body, self.store.secret), b'", ', body)))
+        self._files, self.changed = files, {}
+        _signed_write(self.index, files, self.store)
+
+
+def _signed_write(index: Path, files: dict[str, Any], store: Store) -> None:
+    """An index as `cache._read_index` reads it back: signed with the user's key."""
+    body = json.dumps({"salt": store.salt, "files": files}).encode()[1:]
+    with contextlib.suppress(OSError):  # a read-only or full disk costs speed only
+        _write(index, b"".join((_SIGNED, _mac(body, store.secret), b'", ', body)))
 
 
 def _plain(statuses: list[list[Any]]) -> list[list[Any]]:

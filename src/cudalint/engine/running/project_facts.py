@@ -16,11 +16,13 @@ so a run over one file of a large project reads its project's files once, not on
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from cudalint.config import Config, find_project_root, project_root
 from cudalint.engine.project import facts as project
 from cudalint.engine.reading.reader import ReadError, read_regular
+from cudalint.engine.running import cache
 from cudalint.engine.running.discovery import project_python_files
 from cudalint.engine.running.facts_cache import FactsCache
 from cudalint.engine.settings import Settings
@@ -44,6 +46,7 @@ class ProjectFacts:
         self._settings: dict[Path, Settings] = {}
         self._root_facts: dict[Path, project.RootFacts] = {}
         self._trees: dict[Path, project.TreeFacts] = {}
+        self._scanned: dict[Path, frozenset[str]] = {}  # each scanned root's Python files
         self._caches: dict[Path, FactsCache | None] = {}
         self._files: dict[str, project.FileFacts | None] = {}
         # the files each root's scan read (not from the cache): what the benchmark counts
@@ -69,6 +72,7 @@ class ProjectFacts:
             found = project.with_tree(project.settings_for(self.config, root, known),
                                       self.tree(root))
             self._settings[root] = found
+            self.save()
         return found
 
     def root_facts(self, root: Path) -> project.RootFacts:
@@ -92,16 +96,27 @@ class ProjectFacts:
     def tree(self, root: Path) -> project.TreeFacts:
         """What the scan of the project's Python files finds."""
         found = self._trees.get(root)
+        if found is not None:
+            return found
+        files = project_python_files(root, self.config)
+        self._scanned[root] = frozenset(files)
+        store = self._cache(root)
+        signature = None if store is None else _signature(files)
+        found = None if signature is None or store is None else store.tree(signature)
         if found is None:
-            store = self._cache(root)
-            found = self._trees[root] = project.scan_project(
-                project_python_files(root, self.config),
-                lambda path: self._facts(path, store))
-            self.save()
+            found = project.scan_project(files, lambda path: self._facts(path, store))
+            if signature is not None and store is not None:
+                store.put_tree(signature, found)
+        self._trees[root] = found
+        self.save()
         return found
 
     def is_helper_copy(self, path: Path) -> bool:
         """Whether `path` (a Python file) is a copy of the device helper, which no run checks."""
+        key = os.path.abspath(path)
+        root = self.root_of(path)
+        if key in self._scanned.get(root, ()):
+            return Path(key) in self.tree(root).helper_copies
         found = self.file_facts(path)
         return found is not None and found[0]
 
@@ -145,6 +160,24 @@ class ProjectFacts:
         except ReadError:  # reported when the file is checked
             return None
         return project.project_file_facts(path, data)
+
+
+def _signature(files: list[str]) -> str | None:
+    """What stands for the content of every file of a scan: their paths and statuses (None
+    when one changed too recently for its status to stand for it: `cache.file_status`'s
+    rule, inlined, since a large project asks it of thousands of files on every run)."""
+    settled = time.time_ns() - cache._SETTLED_NS
+    parts = []
+    for path in files:
+        try:
+            s = os.stat(path)
+        except OSError:
+            return None
+        if s.st_ctime_ns > settled or s.st_mtime_ns > settled:
+            return None
+        parts.append(f"{path}\0{s.st_size}\0{s.st_mtime_ns}\0{s.st_ctime_ns}\0{s.st_ino}"
+                     f"\0{s.st_dev}")
+    return cache._digest("\n".join(parts).encode()).hexdigest()
 
 
 def _root(folder: Path, config: Config) -> Path:
