@@ -360,6 +360,27 @@ MUTATIONS: tuple[Mutation, ...] = (
        '        data = open(path, "rb").read(MAX_HELPER_SIZE)\n',
        "tests/engine/test_hostile_fifos.py",
        "a `_device.py` FIFO blocks --fix, --diff and the editor's fix-all forever"),
+    # -- issue 40: one answer whatever the way in (a file's facts come from its project)
+    _m("facts-root-from-checked-path", "engine/running/project_facts.py",
+       "    return find_project_root(folder) or project_root(config)\n",
+       "    return config.root\n",
+       "tests/test_parity.py",
+       "project facts read from the folder a run starts at: `check pkg/` reports CUD201 on the "
+       "project's own imports and misses the CUD305 of its own extension"),
+    _m("facts-root-ignores-setup-py", "config.py",
+       'ROOT_MARKERS = ("pyproject.toml", "setup.py")', 'ROOT_MARKERS = ("pyproject.toml",)',
+       "tests/engine/test_project_facts.py",
+       "a folder with its own setup.py inside a repository is not a project of its own"),
+    _m("facts-cache-ignores-status", "engine/running/facts_cache.py",
+       "if status is not None and _well_formed(known) and known[0] == list(status):",
+       "if _well_formed(known):",
+       "tests/engine/test_project_facts.py",
+       "a file's scan facts are replayed after it changed: a new `cuda` method goes unseen"),
+    _m("facts-cache-ignores-root-files", "engine/running/facts_cache.py",
+       "if isinstance(known, list) and len(known) == 2 and known[0] == _plain(statuses):",
+       "if isinstance(known, list) and len(known) == 2:",
+       "tests/engine/test_project_facts.py",
+       "a changed or new requirements file does not change the torch floor of a cached run"),
 )
 
 

@@ -172,18 +172,26 @@ def _find_table(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
     return None
 
 
+# What makes a folder a project's root: the nearest folder at or above a file holding one of
+# these is where its project facts (own packages, extensions, torch floor) are read from.
+ROOT_MARKERS = ("pyproject.toml", "setup.py")
+
+
 def find_project_root(start: Path) -> Path | None:
-    """The nearest folder at or above `start` holding a pyproject.toml or a .git."""
+    """The nearest folder at or above `start` holding a pyproject.toml, a setup.py or a .git
+    (a folder with its own setup.py inside a larger repository is a project of its own)."""
     start = start.resolve()
-    for folder in [start, *start.parents]:
-        if (folder / "pyproject.toml").is_file() or (folder / ".git").exists():
-            return folder
+    for candidate in [start, *start.parents]:
+        if any((candidate / name).is_file() for name in ROOT_MARKERS) \
+                or (candidate / ".git").exists():
+            return candidate
     return None
 
 
 def project_root(config: Config) -> Path:
     """The project's root: the configuration's folder, else the nearest folder holding a
-    pyproject.toml or a .git, else the current folder when the run is inside it (as ruff)."""
+    pyproject.toml, a setup.py or a .git, else the current folder when the run is inside it
+    (as ruff)."""
     if config.source is not None:
         return config.root
     found = find_project_root(config.root)

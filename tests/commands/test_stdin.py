@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.cli import main
+from cudalint.commands.stdin import NAMELESS_NOTE
 from cudalint.runtime.helper import inline_block
 
 BUFFER = (
@@ -70,7 +71,8 @@ def test_buffer_without_a_name_is_python(tmp_path, cudalint):
     lines = done.stdout.decode().splitlines()
     assert lines[0] == "-:3:15: CUD102 [*] `.cuda()` only works on an NVIDIA GPU"
     assert not any(":4:" in line for line in lines)  # the print() prose is not a finding
-    assert done.stderr == b""
+    # its project is unknown: said once, and nothing else
+    assert done.stderr.decode() == NAMELESS_NOTE
 
 
 def test_fix_writes_the_fixed_buffer_to_stdout_and_findings_to_stderr(tmp_path, cudalint):

@@ -189,20 +189,27 @@ def test_show_settings_gives_the_target_torch_and_its_source(chdir_tmp, capsys, 
     assert shown.startswith(f'"{major}.{minor}"  # ')
 
 
-def test_show_settings_on_standard_input_scans_no_tree(chdir_tmp, capsys, monkeypatch):
-    """A check of standard input reads no other file: code elsewhere does not lower it."""
+def test_show_settings_on_standard_input_reads_the_named_files_project(chdir_tmp, capsys,
+                                                                       monkeypatch):
+    """A buffer named with --stdin-filename gets its project's facts, as a check of the file
+    does (issue 40): `torch._six` in another module lowers its torch; a buffer without a name
+    has no project."""
     import io
     import sys
 
     _write(chdir_tmp, "util.py", "from torch._six import inf\n")
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TRAIN.encode())))
-    for given in (["-"], []):  # the buffer is named util.py, with or without `-`
-        code, out, _ = _run(capsys, "check", "--show-settings", "--stdin-filename", "util.py",
+    _write(chdir_tmp, "train.py", TRAIN)
+    for given in (["-"], []):  # the buffer is named train.py, with or without `-`
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TRAIN.encode())))
+        code, out, _ = _run(capsys, "check", "--show-settings", "--stdin-filename", "train.py",
                             *given)
         assert code == 0
-        assert 'target-torch = "2.6"  # default' in out
-    code, out, _ = _run(capsys, "check", "--show-settings", "util.py")
+        assert 'target-torch = "1.13"  # torch._six in the code' in out
+    code, out, _ = _run(capsys, "check", "--show-settings", "train.py")
     assert 'target-torch = "1.13"  # torch._six in the code' in out
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(TRAIN.encode())))
+    code, out, _ = _run(capsys, "check", "--show-settings", "-")
+    assert 'target-torch = "2.6"  # default (standard input has no project)' in out
 
 
 def test_show_settings_gives_fail_on_from_the_config_or_the_flag(chdir_tmp, capsys):

@@ -9,6 +9,7 @@ editor, else the configured helper module.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from cudalint.config import Config
 from cudalint.engine.checkers.job import FileReport
 from cudalint.engine.project import facts as project
 from cudalint.engine.running.discovery import is_excluded
+from cudalint.engine.running.project_facts import ProjectFacts
 from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
 from cudalint.kinds import FileKind, classify
 
@@ -25,6 +27,12 @@ if TYPE_CHECKING:
     from types import SimpleNamespace
 
 STDIN = Path("-")
+# Said once, on standard error, by a check of standard input without a file name: its project
+# (own packages, extensions, torch floor) is unknown, and the findings that depend on it are
+# the conservative ones.
+NAMELESS_NOTE = ("cudalint: note: standard input has no file name, so its project is unknown "
+                 "(its own packages, extensions and torch floor are not read); pass "
+                 "--stdin-filename PATH for the findings a check of PATH gives\n")
 
 
 def wanted(args: SimpleNamespace) -> bool:
@@ -41,9 +49,13 @@ def check(name: Path | None, config: Config, options: RunOptions) -> FileReport:
     # only the rules it can concern (not when fixing: see runner._SMALL_RUN)
     texts = [data] if kind is FileKind.PYTHON and not (options.fix or options.diff) else None
     enabled = rules_for(path, selected_rules(registry, config, options, [kind], texts), config)
-    settings = project.settings_for(config)
-    if name is not None:  # as in the editor: the project's own helper only where it exists
-        settings = project.file_settings(settings, config, path, kind, existing_only=True)
+    if name is None:
+        settings = project.unknown_project_settings(config)
+        sys.stderr.write(NAMELESS_NOTE)
+    else:  # as in the editor: the project's own helper only where it exists
+        facts = ProjectFacts(config, cache=options.cache,
+                             writing=not (options.fix or options.diff))
+        settings = facts.for_file(path, kind, existing_only=True)
     report = check_file(path, kind, enabled, settings, options, data=data)
     if options.fix and report.fixed_data is None:  # nothing to fix, or it could not be
         report.fixed_data = data
@@ -55,7 +67,7 @@ def file_kind(name: Path | None, data: bytes) -> FileKind | None:
     or has no suffix (a script: a shell script by its shebang); None for other names."""
     if name is None:
         return FileKind.PYTHON
-    kind = classify(name)
+    kind = classify(Path(os.path.abspath(name)))  # (its folders matter to a workflow)
     if kind is not None or name.suffix not in ("", ".pyw"):
         return kind
     first = data.split(b"\n", 1)[0]

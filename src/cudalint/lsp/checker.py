@@ -4,13 +4,13 @@ pyproject.toml (cached per folder), the rules for the path, `check_file` on the 
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from cudalint import rules as registry
-from cudalint.config import Config, ConfigError, load_config
+from cudalint.config import Config, ConfigError, find_project_root, load_config
 from cudalint.engine.checkers.job import (
     Checker,
     FileReport,
@@ -28,6 +28,7 @@ from cudalint.engine.reading import reader
 from cudalint.engine.running import helpers
 from cudalint.engine.running.discovery import discover
 from cudalint.engine.running.helpers import HelperPlan
+from cudalint.engine.running.project_facts import ProjectFacts
 from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
@@ -67,6 +68,7 @@ class Project:
     config: Config
     settings: Settings
     enabled: tuple[type[Rule], ...]
+    root: Path  # the project's root (running/project_facts), where its facts come from
     _rules: dict[Path, tuple[type[Rule], ...]] = field(default_factory=dict, compare=False)
     _excluded: dict[tuple[Path, FileKind], bool] = field(default_factory=dict, compare=False)
 
@@ -74,6 +76,12 @@ class Project:
         if path not in self._rules:
             self._rules[path] = rules_for(path, self.enabled, self.config)
         return self._rules[path]
+
+    def file_settings(self, path: Path, kind: FileKind, *,
+                      existing_only: bool = True) -> Settings:
+        """The settings of a buffer of this project, as `cudalint check` gives its file."""
+        return project.file_settings(self.settings, self.config, path, kind,
+                                     existing_only=existing_only, root=self.root)
 
     def excludes(self, path: Path, kind: FileKind) -> bool:
         """Whether the CLI would skip the file (`exclude`, `exclude-kinds`), as with
@@ -88,6 +96,8 @@ class Projects:
 
     def __init__(self) -> None:
         self._by_folder: dict[Path, Project | ConfigError] = {}
+        # the project facts of each configuration, shared by its folders (one scan a project)
+        self._facts: dict[tuple[str, str], ProjectFacts] = {}
 
     def for_path(self, path: Path, roots: Sequence[Path] = ()) -> Project:
         """The project `path` belongs to; raises ConfigError for a bad configuration. Without
@@ -96,13 +106,28 @@ class Projects:
         folder = path.parent
         found = self._by_folder.get(folder)
         if found is None:  # one lookup: the event loop may clear the cache meanwhile
-            found = self._by_folder[folder] = _load(folder, _workspace_root(folder, roots))
+            found = self._by_folder[folder] = _load(folder, _workspace_root(folder, roots),
+                                                    self._facts_of)
         if isinstance(found, ConfigError):
             raise found
         return found
 
+    def facts_changed(self, path: Path) -> bool:
+        """Whether the Python file saved at `path` now tells its project's scan something
+        else (a class's own `cuda` method, `torch._six`, an extension): the project's facts,
+        and every document's findings, must then be read again."""
+        return any([facts.changed(path) for facts in list(self._facts.values())])
+
     def clear(self) -> None:
         self._by_folder.clear()
+        self._facts.clear()
+
+    def _facts_of(self, config: Config) -> ProjectFacts:
+        key = (str(config.source), str(config.root))
+        found = self._facts.get(key)
+        if found is None:
+            found = self._facts[key] = ProjectFacts(config)
+        return found
 
 
 def _workspace_root(folder: Path, roots: Sequence[Path]) -> Path:
@@ -110,13 +135,16 @@ def _workspace_root(folder: Path, roots: Sequence[Path]) -> Path:
     return max(holding, key=lambda root: len(root.parts), default=folder)
 
 
-def _load(folder: Path, root: Path) -> Project | ConfigError:
+def _load(folder: Path, root: Path,
+          facts_of: Callable[[Config], ProjectFacts]) -> Project | ConfigError:
     try:
         config = load_config(folder)
         if config.source is None and root != folder:
             config = Config(root=root.resolve())
-        return Project(config, project.settings_for(config),
-                       selected_rules(registry, config, _OPTIONS))
+        facts = facts_of(config)
+        root = facts.root_of_folder(folder)
+        return Project(config, facts.settings(root), selected_rules(registry, config, _OPTIONS),
+                       root)
     except ConfigError as error:
         return error
 
@@ -129,6 +157,11 @@ def too_large(texts: Sequence[str], found: Project) -> str | None:
     if size * 4 > limit:
         size = sum(len(encode(text)) for text in texts)
     return reader.too_large(size, limit) if size > limit else None
+
+
+def outside_any_project(folder: Path) -> bool:
+    """Whether no folder at or above `folder` holds a pyproject.toml, a setup.py or a .git."""
+    return find_project_root(folder) is None
 
 
 def document_kind(path: Path, language_id: str | None) -> FileKind | None:
@@ -151,8 +184,7 @@ def check_text(path: Path, kind: FileKind, text: str, found: Project, *,
                edits: bool = False) -> list[Finding]:
     """The findings for a buffer; with `edits`, each fix with its text edits (a code action
     needs them, diagnostics do not)."""
-    settings = project.file_settings(found.settings, found.config, path, kind,
-                                     existing_only=True)
+    settings = found.file_settings(path, kind)
     report = check_file(path, kind, found.rules_for(path), settings,
                         _WITH_EDITS if edits else _OPTIONS, data=encode(text))
     return sorted(report.findings, key=Finding.sort_key)
@@ -233,8 +265,7 @@ def _tree(source: bytes, cache: UnitCache) -> ast.Module | None:
 def _python_job(path: Path, data: bytes, found: Project, *,
                 existing_only: bool = True) -> Job:
     python_rules = tuple(r for r in found.rules_for(path) if issubclass(r, PythonRule))
-    settings = project.file_settings(found.settings, found.config, path, FileKind.PYTHON,
-                                     existing_only=existing_only)
+    settings = found.file_settings(path, FileKind.PYTHON, existing_only=existing_only)
     return Job(path, FileKind.PYTHON, data, python_rules, (), settings,
                Prefilter.for_rules(python_rules, settings), _OPTIONS)
 

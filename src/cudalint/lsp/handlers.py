@@ -83,7 +83,24 @@ def _lifecycle(server: Server) -> None:
         server.clean_exit = True
 
 
+def _tell_if_projectless(server: LanguageServer, path: Path, told: set[Path]) -> None:
+    """Say once per folder that a document lies in no project (no pyproject.toml, setup.py
+    or .git above it): its project facts are then the workspace's, and the findings that
+    depend on them may differ from a check run elsewhere."""
+    folder = path.parent
+    if folder in told or not checker.outside_any_project(folder):
+        return
+    told.add(folder)
+    server.window_log_message(types.LogMessageParams(
+        type=types.MessageType.Info,
+        message=f"cudalint: {folder} lies in no project (no pyproject.toml, setup.py or .git "
+                "above it): its own packages, extensions and torch floor are read from the "
+                "workspace folder"))
+
+
 def _document_sync(server: LanguageServer, linter: Linter) -> None:
+    told: set[Path] = set()  # the folders in no project said so
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -91,6 +108,8 @@ def _document_sync(server: LanguageServer, linter: Linter) -> None:
         if why is not None:
             server.window_log_message(types.LogMessageParams(
                 type=types.MessageType.Warning, message=f"cudalint: {why}"))
+        else:
+            _tell_if_projectless(server, Path(to_fs_path(uri) or uri), told)
         linter.forget(uri)
         linter.changed(uri)
 
@@ -101,7 +120,9 @@ def _document_sync(server: LanguageServer, linter: Linter) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if Path(to_fs_path(uri) or uri).name in checker.PROJECT_FILES:
+        path = Path(to_fs_path(uri) or uri)
+        if path.name in checker.PROJECT_FILES or (
+                path.suffix == ".py" and linter.projects.facts_changed(path)):
             linter.reset()
             linter.changed_all()
             return

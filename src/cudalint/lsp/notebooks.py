@@ -13,7 +13,6 @@ from typing import Any
 
 from lsprotocol import types
 
-from cudalint.engine.project import facts as project_facts
 from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.finding import Finding
 from cudalint.kinds import FileKind
@@ -90,8 +89,7 @@ def findings(snapshot: NotebookSnapshot, found: Project, *, edits: bool = False,
              ) -> list[Finding]:
     """What `cudalint check` finds in the notebook saved as it is in the editor."""
     path = snapshot.path
-    settings = project_facts.file_settings(found.settings, found.config, path,
-                                           FileKind.NOTEBOOK, existing_only=True)
+    settings = found.file_settings(path, FileKind.NOTEBOOK)
     report = check_file(path, FileKind.NOTEBOOK, found.rules_for(path), settings,
                         _WITH_EDITS if edits else _CHECK, data=notebook_json(snapshot))
     return sorted(report.findings, key=lambda f: (f.cell or 0, *Finding.sort_key(f)))
@@ -123,8 +121,7 @@ def fixed_cells(snapshot: NotebookSnapshot, found: Project) -> dict[int, str] | 
     writes the notebook; None when nothing changes, or when the fixes need a new cell (a
     client cannot be asked to insert one in a workspace edit)."""
     path = snapshot.path
-    settings = project_facts.file_settings(found.settings, found.config, path,
-                                           FileKind.NOTEBOOK, existing_only=True)
+    settings = found.file_settings(path, FileKind.NOTEBOOK)
     report = check_file(path, FileKind.NOTEBOOK, found.rules_for(path), settings, _FIX,
                         data=notebook_json(snapshot))
     if not report.fixed or report.fixed_data is None:

@@ -13,7 +13,6 @@ from cudalint.config import DEFAULT_TARGET_TORCH, Config, parse_version, project
 from cudalint.data import load_toml
 from cudalint.engine.project.helper_place import (
     INLINE,
-    NOT_SOURCE,
     configured_helper_file,
     helper_place,
     is_helper_copy,
@@ -30,36 +29,129 @@ from cudalint.engine.settings import HELPER_MODULE_DEFAULT, Settings, SetupFacts
 from cudalint.kinds import FileKind
 from cudalint.record import Record
 
+TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
+if TYPE_CHECKING:
+    from typing import Any
 
-def settings_for(config: Config) -> Settings:
-    setup = setup_facts(config.root)
-    stated = stated_torch(config, setup)
+
+def settings_for(config: Config, root: Path | None = None,
+                 known: RootFacts | None = None) -> Settings:
+    """The settings of the files of the project at `root` (None: the configuration's folder),
+    from the project's own files at its root (`known`: what `root_facts` read of them, where
+    a cache kept it), never from which files a run was given (the tree's facts are
+    `with_tree`'s)."""
+    root = config.root if root is None else root
+    known = root_facts(root) if known is None else known
+    stated = (config.target_torch_tuple if config.target_torch_tuple is not None
+              else None if known.floor is None else known.floor[0])
     return Settings(
         helper_module=config.helper or HELPER_MODULE_DEFAULT,
-        target_torch=stated or assumed_torch(config.root),
+        target_torch=stated or _assumed(known.documented),
         torch_stated=stated is not None,
-        first_party=(frozenset(config.known_first_party) | first_party_packages(config.root)
-                     | setup.packages | pyproject_names(config.root)),
-        extension_modules=setup.cuda_extensions,
+        first_party=(frozenset(config.known_first_party) | first_party_packages(root)
+                     | known.setup.packages | known.names),
+        extension_modules=known.setup.cuda_extensions,
     )
 
 
-def stated_torch(config: Config, setup: SetupFacts) -> tuple[int, int] | None:
+class RootFacts(Record):
+    """What a project's files at its root say (`root_facts`): plain values, which the project
+    scan's cache keeps by the status of `root_fact_files` (reading them parses TOML, and a
+    setup.py with LibCST)."""
+
+    __slots__ = ("depends_on_cudalint", "documented", "floor", "names", "setup")
+    FIELDS = ("setup", "names", "floor", "documented", "depends_on_cudalint")
+
+    def __init__(self, setup: SetupFacts, names: frozenset[str],
+                 floor: tuple[tuple[int, int], str] | None,
+                 documented: tuple[tuple[int, int], str] | None,
+                 depends_on_cudalint: bool) -> None:
+        self.setup = setup  # what setup.py declares
+        self.names = names  # pyproject_names
+        self.floor = floor  # torch_floor_source
+        self.documented = documented  # documented_floor_source
+        self.depends_on_cudalint = depends_on_cudalint
+
+    def to_json(self) -> list[object]:
+        setup = self.setup
+        return [sorted(setup.cuda_extensions), sorted(setup.packages), list(setup.requires),
+                sorted(self.names), self.floor, self.documented, self.depends_on_cudalint]
+
+    @classmethod
+    def from_json(cls, value: list[Any]) -> RootFacts:
+        """The facts `to_json` gave; ValueError, TypeError, IndexError for another shape."""
+        extensions, packages, requires, names, floor, documented, depends = value
+        strings = [*extensions, *packages, *requires, *names]
+        if not all(isinstance(s, str) for s in strings) or not isinstance(depends, bool):
+            raise ValueError("not root facts")
+        return cls(SetupFacts(frozenset(extensions), frozenset(packages), tuple(requires)),
+                   frozenset(names), _sourced(floor), _sourced(documented), depends)
+
+
+def _sourced(value: Any) -> tuple[tuple[int, int], str] | None:
+    if value is None:
+        return None
+    version, source = value
+    major, minor = version
+    if not (isinstance(major, int) and isinstance(minor, int) and isinstance(source, str)):
+        raise ValueError("not a floor")
+    return (major, minor), source
+
+
+def root_facts(root: Path) -> RootFacts:
+    """What the files at the project's root say (`root_fact_files`)."""
+    setup = setup_facts(root)
+    return RootFacts(setup, pyproject_names(root), torch_floor_source(root, setup),
+                     documented_floor_source(root), declares(root, setup, "cudalint"))
+
+
+# The files at a project's root that `root_facts` reads, by pattern (torch_floor's files).
+_ROOT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt",
+               "requirements/*.txt", "environment*.yml", "environment*.yaml", "README*")
+
+
+def root_fact_files(root: Path) -> list[Path]:
+    """The files `root_facts` reads: its answer changes only when one of them does (or one
+    is added or removed)."""
+    return sorted({path for pattern in _ROOT_FILES for path in root.glob(pattern)})
+
+
+def _assumed(documented: tuple[tuple[int, int], str] | None) -> tuple[int, int]:
+    default = parse_version(DEFAULT_TARGET_TORCH)
+    return documented[0] if documented is not None and documented[0] < default else default
+
+
+def unknown_project_settings(config: Config) -> Settings:
+    """The settings of a buffer whose project cannot be known (standard input without a file
+    name): only what the configuration states; every finding that depends on a project fact
+    is the conservative one (no own package exempts an import from CUD201)."""
+    stated = config.target_torch_tuple
+    return Settings(
+        helper_module=config.helper or HELPER_MODULE_DEFAULT,
+        target_torch=stated or parse_version(DEFAULT_TARGET_TORCH),
+        torch_stated=stated is not None,
+        first_party=frozenset(config.known_first_party),
+    )
+
+
+def stated_torch(config: Config, setup: SetupFacts,
+                 root: Path | None = None) -> tuple[int, int] | None:
     """The torch the fixes must work on: the `target-torch` setting, else the oldest torch the
     project's files allow; None where neither says (the run assumes DEFAULT_TARGET_TORCH,
     never the installed torch)."""
-    found = stated_torch_source(config, setup)
+    found = stated_torch_source(config, setup, root)
     return None if found is None else found[0]
 
 
-def stated_torch_source(config: Config,
-                        setup: SetupFacts) -> tuple[tuple[int, int], str] | None:
+def stated_torch_source(config: Config, setup: SetupFacts,
+                        root: Path | None = None) -> tuple[tuple[int, int], str] | None:
     """`stated_torch`, and where it is stated: `[tool.cudalint]` (or the configuration file's
-    name, for a cudalint.toml), else the project file with the lowest bound."""
+    name, for a cudalint.toml), else the file of the project at `root` (None: the
+    configuration's folder) with the lowest bound."""
     if config.target_torch_tuple is not None:
         name = config.source.name if config.source is not None else "pyproject.toml"
         return config.target_torch_tuple, "[tool.cudalint]" if name == "pyproject.toml" else name
-    return torch_floor_source(config.root, setup)
+    return torch_floor_source(config.root if root is None else root, setup)
 
 
 def assumed_torch(root: Path) -> tuple[int, int]:
@@ -93,14 +185,16 @@ def with_tree(settings: Settings, tree: TreeFacts) -> Settings:
     return settings
 
 
-def target_torch_source(config: Config, tree: TreeFacts | None) -> tuple[tuple[int, int], str]:
-    """The torch the fixes of a run target (`with_tree(settings_for(config), tree)`'s; `tree`
-    None: a run without a tree scan, standard input's), and where it comes from, as
+def target_torch_source(config: Config, tree: TreeFacts | None,
+                        root: Path | None = None) -> tuple[tuple[int, int], str]:
+    """The torch the fixes of the project at `root` target (`with_tree(settings_for(config,
+    root), tree)`'s; `tree` None: without a tree scan), and where it comes from, as
     `--show-settings` says it."""
-    stated = stated_torch_source(config, setup_facts(config.root))
+    root = config.root if root is None else root
+    stated = stated_torch_source(config, setup_facts(root), root)
     if stated is not None:
         return stated
-    assumed = assumed_torch_source(config.root)
+    assumed = assumed_torch_source(root)
     if tree is not None and _lowered_by_tree(assumed[0], tree):
         return OLD_TORCH, f"{OLD_TORCH_SIGNAL.decode()} in the code"
     return assumed
@@ -156,6 +250,43 @@ def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
     return TreeFacts(own, frozenset(copies), old, _setup_extensions(setups, limit))
 
 
+# What the project scan learns from one Python file: `file_facts`'s three, and for a setup.py
+# the modules its `CUDAExtension(...)` calls build (plain JSON: the scan's cache keeps it).
+FileFacts = tuple[bool, bool, bool, tuple[str, ...]]
+
+
+def project_file_facts(path: str, data: bytes) -> FileFacts:
+    """What the scan of a project's tree learns from one Python file (`path`, read as
+    `data`): a plain text search, and LibCST only for a setup.py that names an extension."""
+    helper_copy, cuda_method, old_torch = file_facts(data)
+    extensions: tuple[str, ...] = ()
+    if os.path.basename(path) == "setup.py" and b"Extension" in data:
+        from cudalint.engine.project.setup_py import read_setup  # LibCST: only for such files
+
+        extensions = tuple(sorted(read_setup(data.decode("utf-8", "replace")).cuda_extensions))
+    return helper_copy, cuda_method, old_torch, extensions
+
+
+def scan_project(files: Iterable[str],
+                 facts_of: Callable[[str], FileFacts | None]) -> TreeFacts:
+    """The tree facts of a project from its Python files (`files`: every one of them, found
+    from its root, whatever a run was given), each file's facts from `facts_of` (None:
+    unreadable, reported when the file is checked)."""
+    own, copies, old = False, set(), False
+    extensions: set[str] = set()
+    for path in files:
+        facts = facts_of(path)
+        if facts is None:
+            continue
+        helper_copy, cuda_method, old_torch, built = facts
+        if helper_copy:
+            copies.add(Path(path))
+        own = own or cuda_method
+        old = old or old_torch
+        extensions.update(built)
+    return TreeFacts(own, frozenset(copies), old, frozenset(extensions))
+
+
 def _setup_extensions(setups: Iterable[Path], limit: int) -> frozenset[str]:
     """The modules the `CUDAExtension(...)` calls of these setup.py files build: one per
     extension folder (`ext_a/setup.py`) as often as the project's root one. A file that
@@ -194,30 +325,6 @@ def _defines_cuda_method(data: bytes) -> bool:
     return False
 
 
-def own_cuda_method_in_project(root: Path, checked: Iterable[Path], limit: int) -> bool:
-    """Whether a Python file of the project at `root` that a run did not check (one file
-    fixed alone: its siblings) defines a `cuda` method: a class of the project's own whose
-    `.cuda()` a `.to(...)` would not replace (`Sensor` defined in a sibling module, no
-    nn.Module). The one place a fix asks it: where the project's facts gather such classes,
-    this is what to route through them."""
-    seen = frozenset(os.path.abspath(path) for path in checked)
-    return _own_cuda_method_outside(os.path.abspath(root), seen, limit)
-
-
-@lru_cache(maxsize=8)
-def _own_cuda_method_outside(root: str, seen: frozenset[str], limit: int) -> bool:
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in NOT_SOURCE]
-        for name in files:
-            path = os.path.join(folder, name)
-            if not name.endswith(".py") or path in seen:
-                continue
-            facts = _read_facts(Path(path), limit)
-            if facts is not None and facts[1]:
-                return True
-    return False
-
-
 def _read_facts(path: Path, limit: int) -> tuple[bool, bool, bool] | None:
     try:
         return file_facts(read_regular(path, limit))
@@ -226,20 +333,23 @@ def _read_facts(path: Path, limit: int) -> tuple[bool, bool, bool] | None:
 
 
 def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind, *,
-                  existing_only: bool = False, fixing: bool = True) -> Settings:
-    """The settings for one file: its own standalone helper module when the configuration
-    names none and the project does not depend on cudalint; the configured helper's file
-    where `--fix` must write it (engine.project.helper_place.configured_helper_file).
-    `existing_only` (the editor, which cannot create the helper's file): only when that file
-    exists."""
+                  existing_only: bool = False, fixing: bool = True,
+                  root: Path | None = None, depends: bool | None = None) -> Settings:
+    """The settings for one file of the project at `root` (None: the configuration's
+    project): its own standalone helper module when the configuration names none and the
+    project does not depend on cudalint (`depends`: whether it does, where known); the
+    configured helper's file where `--fix` must write it
+    (engine.project.helper_place.configured_helper_file). `existing_only` (the editor, which
+    cannot create the helper's file): only when that file exists."""
     if config.helper:
         if existing_only or not fixing:
             return settings
         written = configured_helper_file(project_root(config), config.helper)
         return settings if written is None else settings.replace(helper_file=written)
-    if depends_on_cudalint(config.root):
+    root = project_root(config) if root is None else root
+    if depends_on_cudalint(root) if depends is None else depends:
         return settings
-    place = helper_place(path, kind, project_root(config), fixing=fixing)
+    place = helper_place(path, kind, root, fixing=fixing)
     if existing_only and place.path is not None and not _complete_helper(place.path):
         place = INLINE  # the editor and stdin write one file: the fix carries the helper
     return settings.replace(helper_module=place.module, helper_file=place.path)

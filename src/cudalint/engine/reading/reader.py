@@ -24,7 +24,7 @@ MEMORY_PER_SOURCE_BYTE = 700
 MOST_MEMORY_PER_SOURCE_BYTE = 2000
 
 
-def read_regular(path: Path, limit: int) -> bytes:
+def read_regular(path: Path | str, limit: int) -> bytes:
     """The bytes of `path`, a regular file of at most `limit` bytes; else ReadError, with the
     line a run prints for the file."""
     try:

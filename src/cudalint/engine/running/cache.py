@@ -223,7 +223,7 @@ class Cache:
             _forget_old_indexes(self.store.folder)
 
 
-def file_status(path: Path) -> Status | None:
+def file_status(path: Path | str) -> Status | None:
     """The status that stands for a file's content, or None when it was changed too
     recently (or cannot be read): see the module's docstring."""
     now = time.time_ns()
@@ -278,10 +278,10 @@ def _mac(data: bytes, secret: bytes) -> bytes:
     return blake2b(data, key=secret, digest_size=32).hexdigest().encode()
 
 
-def _folder(root: Path) -> Path | None:
+def _folder(root: Path, *, quiet: bool = False) -> Path | None:
     """The cache folder (CUDALINT_CACHE_DIR, else `.cudalint_cache` at the project root),
-    resolved; None, with a warning line, when it is a symbolic link or a link inside the
-    project leads to it."""
+    resolved; None, with a warning line (unless `quiet`: the lint cache says it), when it is
+    a symbolic link or a link inside the project leads to it."""
     named = os.environ.get(CACHE_DIR_ENV)
     real_root = os.path.realpath(root)
     folder = os.path.abspath(named) if named else os.path.join(real_root, FOLDER)
@@ -289,6 +289,8 @@ def _folder(root: Path) -> Path | None:
     if real == folder or (named and not os.path.islink(folder)
                           and not _linked_inside(folder, real_root)):
         return Path(real)
+    if quiet:
+        return None
     sys.stderr.write(f"cudalint: warning: {folder}: the cache folder is a symbolic link or is "
                      "reached through one; checked without the cache\n")
     return None

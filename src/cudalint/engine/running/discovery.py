@@ -78,10 +78,29 @@ def discover(
                     found[file] = kind
             continue
         named = _named_file(path, root, errors)
-        kind = None if named is None else classify(named) or _explicit_kind(named)
+        # its kind from its absolute path: a workflow named from `.github/workflows/` is one
+        kind = None if named is None else (classify(Path(os.path.abspath(named)))
+                                           or _explicit_kind(named))
         if named is not None and kind is not None and kind.value not in excluded_kinds:
             found[named] = kind
     return sorted(found.items())
+
+
+def project_python_files(root: Path, config: Config) -> list[str]:
+    """The Python files of the project at `root`, as a run of `root` itself finds them (the
+    excludes and the .gitignore files, from `root`): what its project facts are read from,
+    whatever a run was given. A folder that cannot be read is left out here (the run that
+    checks it says so). Absolute paths, as text: a large project's scan makes no Path per
+    file."""
+    root = root.resolve()
+    found = []
+    for path, linked in _walk_files(root, root, config, _exclude_spec(config), []):
+        if not path.endswith(".py"):
+            continue
+        target = _followed(Path(path), root) if linked else path
+        if target is not None:
+            found.append(str(target))
+    return found
 
 
 def _named_file(path: Path, root: Path, errors: list[tuple[Path, str]]) -> Path | None:
@@ -362,6 +381,16 @@ def _walk(
     """The files below `top`, top-down and by name as os.walk goes (a linked folder is not
     entered), through os.scandir: an entry's type comes with its name, so that only a link
     costs a system call, and a folder's .gitignore is read only where it is listed."""
+    for path, linked in _walk_files(top, root, config, exclude, errors):
+        target = _followed(Path(path), top) if linked else Path(path)
+        if target is not None:
+            yield target
+
+
+def _walk_files(
+    top: Path, root: Path, config: Config, exclude: Spec, errors: list[tuple[Path, str]]
+) -> Iterator[tuple[str, bool]]:
+    """`_walk`'s files, each as its path and whether it is a symbolic link (not followed)."""
     above = _gitignores_above(top, root) if config.respect_gitignore else []
     pending, root_text = [(str(top), above)], str(root)
     while pending:
@@ -381,9 +410,7 @@ def _walk(
                 if not _is_link(entry):
                     folders.append(entry.path)
                 continue
-            target = _followed(Path(entry.path), top) if _is_link(entry) else Path(entry.path)
-            if target is not None:
-                yield target
+            yield entry.path, _is_link(entry)
         pending += [(child, ignores) for child in reversed(folders)]
 
 

@@ -13,7 +13,6 @@ from cudalint.config import (
     DEFAULT_MAX_MEMORY,
     Config,
     Selection,
-    project_root,
 )
 from cudalint.engine.checkers.job import Checker, FileReport, Job, isolated
 from cudalint.engine.checkers.other import check_other
@@ -29,6 +28,7 @@ from cudalint.engine.reading.reader import (
 from cudalint.engine.running.cache import Cache, Snapshot, Status, Store, file_status
 from cudalint.engine.running.collector import HeldOff
 from cudalint.engine.running.discovery import discover
+from cudalint.engine.running.project_facts import ProjectFacts
 from cudalint.engine.settings import Settings
 from cudalint.finding import error_finding
 from cudalint.kinds import FileKind
@@ -134,21 +134,15 @@ def run(
     (cudalint.rules: a run replayed from the cache imports none of them). Ctrl-C raises
     `Interrupted` with the reports of the files finished so far (the files written among
     them)."""
-    settings = project.settings_for(config)
     options = options.replace(max_file_size=config.max_file_size, max_memory=config.max_memory)
     unreadable: list[tuple[Path, str]] = []
     found = discover(paths, config, force_exclude=options.force_exclude, errors=unreadable,
                      writing=options.fix and not options.diff and not options.in_memory)
     lint_cache = _open_cache(config, options)
-    tree = project.scan_tree(found, config.max_file_size,
-                             None if lint_cache is None else _cached_facts(lint_cache, options))
-    settings = project.with_tree(settings, tree)
     fixing = options.fix or options.diff
-    if fixing and not settings.own_cuda_method and project.own_cuda_method_in_project(
-            project_root(config), (path for path, _kind in found), config.max_file_size):
-        settings = settings.replace(own_cuda_method=True)  # a sibling's class: as in the tree
-    files = [(path, kind, project.file_settings(settings, config, path, kind, fixing=fixing))
-             for path, kind in found if path not in tree.helper_copies]
+    facts = ProjectFacts(config, cache=options.cache, writing=not fixing)
+    files = [(path, kind, facts.for_file(path, kind, fixing=fixing)) for path, kind in found
+             if kind is not FileKind.PYTHON or not facts.is_helper_copy(path)]
     reports = [FileReport(path, [error_finding(path, reason)]) for path, reason in unreadable]
     if lint_cache is not None:
         options = options.replace(lint_cache=lint_cache.store)
@@ -212,17 +206,6 @@ def _open_cache(config: Config, options: RunOptions) -> Cache | None:
     if not options.cache or options.fix or options.diff:
         return None
     return Cache.open(config.root, options.want_edits, _selection(config, options))
-
-
-def _cached_facts(cache: Cache, options: RunOptions) -> Callable[[Path], Any]:
-    """The tree scan's facts of a Python file, through the cache: a file whose status is
-    unchanged is not read, and one read is not read again to be looked up."""
-    def facts(path: Path) -> Any:
-        snapshot = cache.snapshot(path, partial(_read_sized, kind=FileKind.PYTHON,
-                                                options=options), partial(_facts, FileKind.PYTHON))
-        return None if snapshot is None else snapshot.facts
-
-    return facts
 
 
 def _facts(kind: FileKind, data: bytes) -> Any:
