@@ -302,6 +302,28 @@ MUTATIONS: tuple[Mutation, ...] = (
        "return sorted((f for r in reports for f in (*r.findings, *found_before(r))),\n"
        "                  key=Finding.sort_key)",
        "tests/test_demo.py", "every finding of a check is listed twice (a set hides it)"),
+    # -- issue 45: SARIF of unparseable files, the cache key's ignore, tests that skipped -----
+    _m("sarif-file-error-rule-id-null", "output/sarif.py",
+       '"ruleId": finding.code or FILE_ERROR,', '"ruleId": finding.code,',
+       "tests/output/test_ci_formats.py",
+       "a file that does not parse gets `ruleId: null`: the SARIF schema and code scanning "
+       "refuse the report"),
+    _m("cache-key-without-ignore", "engine/running/runner.py",
+       "return [_sources(config, options), per_file,",
+       "return [[(s.select, s.extend_select) for s in _sources(config, options)], per_file,",
+       "tests/engine/test_cache.py",
+       "an `ignore` added on the command line or in the configuration replays the ignored "
+       "code's findings from the cache"),
+    _m("local-imports-emptied-kept", "engine/fixes/local_imports.py",
+       "                drop.add(id(statement))", "                pass",
+       "tests/engine/test_local_imports.py::test_the_fix_adds_no_unused_import",
+       "a function's import that its fixes emptied stays (F401; the ruff test skipped "
+       "without ruff on PATH)"),
+    _m("depth-gate-limit-lifted", "engine/reading/depth.py",
+       "MAX_DEPTH = 120", "MAX_DEPTH = 10_000",
+       "tests/engine/test_deep_chains.py::"
+       "test_cpython_compiles_it_and_the_gate_refuses_it_before_libcst",
+       "an 8,000-term chain reaches LibCST's native parser, which overflows the C stack"),
 )
 
 
