@@ -23,8 +23,6 @@ import pytest
 from cudalint.cli import main
 from tests.warm_python import WarmPython
 
-pytest.importorskip("torch")
-
 LAYOUTS = Path(__file__).resolve().parents[1] / "fixtures" / "layouts"
 
 # name -> entry points: (folder to run in, relative to the project; argv; extra import roots)
@@ -193,8 +191,8 @@ def test_a_second_fix_changes_nothing_and_the_helper_has_only_what_is_used(
 def test_the_notebook_runs_alone_in_a_real_kernel_after_the_fix(
         tmp_path: Path, fake_site: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    nbclient = pytest.importorskip("nbclient")
-    nbformat = pytest.importorskip("nbformat")
+    import nbclient  # of the dev extra
+    import nbformat
     project = _copy("notebook", tmp_path)
     _fix(project, cwd=project, capsys=capsys)
     assert [p.name for p in project.iterdir()] == sorted(["pyproject.toml", "train.ipynb"]) \
