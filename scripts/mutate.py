@@ -324,6 +324,14 @@ MUTATIONS: tuple[Mutation, ...] = (
        "tests/engine/test_deep_chains.py::"
        "test_cpython_compiles_it_and_the_gate_refuses_it_before_libcst",
        "an 8,000-term chain reaches LibCST's native parser, which overflows the C stack"),
+    _m("lsp-debounce-no-leading-edge", "lsp/linter.py",
+       "or time.monotonic()\n        if now - self._edited.get(uri, -delay) >= delay:\n"
+       "            delay = 0.0\n",
+       "or time.monotonic()\n        if now - self._edited.get(uri, -delay) >= delay:\n"
+       "            pass\n",
+       "tests/lsp/test_versions.py::test_the_debounce_has_a_leading_edge",
+       "the first edit after a still spell waits out the debounce (issue 42: the test that "
+       "caught it timed it, and failed under load)"),
 )
 
 
