@@ -381,6 +381,36 @@ MUTATIONS: tuple[Mutation, ...] = (
        "if isinstance(known, list) and len(known) == 2:",
        "tests/engine/test_project_facts.py",
        "a changed or new requirements file does not change the torch floor of a cached run"),
+    # -- issue 45: SARIF of unparseable files, the cache key's ignore, tests that skipped -----
+    _m("sarif-file-error-rule-id-null", "output/sarif.py",
+       '"ruleId": finding.code or FILE_ERROR,', '"ruleId": finding.code,',
+       "tests/output/test_ci_formats.py",
+       "a file that does not parse gets `ruleId: null`: the SARIF schema and code scanning "
+       "refuse the report"),
+    _m("cache-key-without-ignore", "engine/running/runner.py",
+       "return [_sources(config, options), per_file,",
+       "return [[(s.select, s.extend_select) for s in _sources(config, options)], per_file,",
+       "tests/engine/test_cache.py",
+       "an `ignore` added on the command line or in the configuration replays the ignored "
+       "code's findings from the cache"),
+    _m("local-imports-emptied-kept", "engine/fixes/local_imports.py",
+       "                drop.add(id(statement))", "                pass",
+       "tests/engine/test_local_imports.py::test_the_fix_adds_no_unused_import",
+       "a function's import that its fixes emptied stays (F401; the ruff test skipped "
+       "without ruff on PATH)"),
+    _m("depth-gate-limit-lifted", "engine/reading/depth.py",
+       "MAX_DEPTH = 120", "MAX_DEPTH = 10_000",
+       "tests/engine/test_deep_chains.py::"
+       "test_cpython_compiles_it_and_the_gate_refuses_it_before_libcst",
+       "an 8,000-term chain reaches LibCST's native parser, which overflows the C stack"),
+    _m("lsp-debounce-no-leading-edge", "lsp/linter.py",
+       "or time.monotonic()\n        if now - self._edited.get(uri, -delay) >= delay:\n"
+       "            delay = 0.0\n",
+       "or time.monotonic()\n        if now - self._edited.get(uri, -delay) >= delay:\n"
+       "            pass\n",
+       "tests/lsp/test_versions.py::test_the_debounce_has_a_leading_edge",
+       "the first edit after a still spell waits out the debounce (issue 42: the test that "
+       "caught it timed it, and failed under load)"),
 )
 
 

@@ -25,3 +25,13 @@ def demo(tmp_path: Path) -> Path:
     copy = tmp_path / "demo"
     shutil.copytree(DEMO, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pt"))
     return copy
+
+
+@pytest.fixture(scope="session")
+def warm_python():
+    """Python programs forked from a process that imported torch once (tests/warm_python.py)."""
+    from tests.warm_python import WarmPython
+
+    warm = WarmPython()
+    yield warm
+    warm.close()

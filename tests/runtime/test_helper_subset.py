@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from cudalint.cli import main
 from cudalint.runtime import helper
 
@@ -31,7 +29,6 @@ def test_the_whole_helper_is_recognised_as_holding_every_name():
 
 
 def test_an_inline_block_runs_in_a_file_that_binds_the_helpers_own_names(tmp_path):
-    pytest.importorskip("torch")
     block = helper.inline_block(["pick_device", "synchronize", "Event"])
     script = tmp_path / "bench.py"
     # `from time import time` and a module named os would be clobbered by a plain `import`

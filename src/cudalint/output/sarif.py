@@ -15,10 +15,19 @@ from cudalint.rules import primary_rules
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+# The ruleId of a file's own error line (a syntax error, an unreadable file), as every format
+# names it: SARIF requires a string, and code scanning groups alerts by it.
+FILE_ERROR = "syntax-error"
+_FILE_ERROR_RULE = {
+    "id": FILE_ERROR,
+    "name": FILE_ERROR,
+    "shortDescription": {"text": "A file that could not be read or parsed, so was not checked"},
+    "defaultConfiguration": {"level": "error"},
+}
 
 
 def _rules() -> list[dict[str, Any]]:
-    return [
+    return [_FILE_ERROR_RULE, *(
         {
             "id": rule.code,
             "name": rule.name,
@@ -29,7 +38,7 @@ def _rules() -> list[dict[str, Any]]:
             "properties": {"severities": [str(s) for s in rule.severities()]},
         }
         for rule in primary_rules()
-    ]
+    )]
 
 
 def _result(finding: Finding) -> dict[str, Any]:
@@ -40,7 +49,7 @@ def _result(finding: Finding) -> dict[str, Any]:
         "endColumn": finding.end_location.column,
     }
     return {
-        "ruleId": finding.code or "syntax-error",
+        "ruleId": finding.code or FILE_ERROR,
         "level": _LEVEL[finding.severity],
         "message": {"text": message(finding)},
         "locations": [

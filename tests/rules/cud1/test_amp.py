@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 from cudalint.config import Config
 from cudalint.finding import Applicability, Severity
 from tests.lint import codes_at, findings, run_on
+from tests.warm_python import WarmPython
 
 CUD1 = ["CUD101", "CUD102", "CUD103", "CUD104", "CUD105", "CUD106", "CUD107", "CUD109",
         "CUD110"]
@@ -72,11 +72,11 @@ TRAIN = textwrap.dedent('''\
 ''')
 
 
-def _run(script: Path) -> subprocess.CompletedProcess[str]:
+def _run(script: Path, warm: WarmPython) -> subprocess.CompletedProcess[str]:
+    """`python [str(script)]` forked from a process that imported torch once."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("CUDALINT_DEVICE", None)
-    return subprocess.run([sys.executable, str(script)], cwd=script.parent, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return warm.run([str(script)], cwd=script.parent, env=env)
 
 
 def test_amp_findings(tmp_path):
@@ -93,7 +93,7 @@ def test_amp_findings(tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="shows what happens without CUDA")
-def test_fixed_amp_training_runs_on_cpu(tmp_path):
+def test_fixed_amp_training_runs_on_cpu(tmp_path, warm_python):
     script = tmp_path / "train.py"
     report, after = run_on(tmp_path, TRAIN, name="train.py", codes=CUD1, fix=True)
     fixed = after.decode()
@@ -107,7 +107,7 @@ def test_fixed_amp_training_runs_on_cpu(tmp_path):
     assert 'torch.autocast(device_type=pick_device().type, dtype=torch.bfloat16)' in fixed
     assert report.findings == []
 
-    result = _run(script)
+    result = _run(script, warm_python)
     assert result.returncode == 0, result.stderr[-2000:]
     out = dict(line.split(": ", 1) for line in result.stdout.splitlines())
     # On this CPU the fixed script really runs mixed precision (torch.cuda.amp would have

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 from cudalint.config import Config
 from cudalint.finding import Applicability, Severity
 from tests.lint import codes_at, findings, run_on
+from tests.warm_python import WarmPython
 
 CUDA_API = ["CUD104", "CUD105", "CUD107", "CUD109", "CUD110"]
 CUD1 = ["CUD101", "CUD102", "CUD103", *CUDA_API]
@@ -72,11 +72,11 @@ BENCHMARK = textwrap.dedent('''\
 ''')
 
 
-def _run(script: Path) -> subprocess.CompletedProcess[str]:
+def _run(script: Path, warm: WarmPython) -> subprocess.CompletedProcess[str]:
+    """`python [str(script), "--iters", "3"]` forked from a process that imported torch once."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("CUDALINT_DEVICE", None)
-    return subprocess.run([sys.executable, str(script), "--iters", "3"], cwd=script.parent,
-                          env=env, capture_output=True, text=True, timeout=120)
+    return warm.run([str(script), "--iters", "3"], cwd=script.parent, env=env)
 
 
 def test_benchmark_findings(tmp_path):
@@ -114,10 +114,10 @@ def test_benchmark_findings(tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="shows what happens without CUDA")
-def test_benchmark_fails_before_and_runs_after_fix(tmp_path):
+def test_benchmark_fails_before_and_runs_after_fix(tmp_path, warm_python):
     script = tmp_path / "bench.py"
     script.write_text(BENCHMARK)
-    before = _run(script)
+    before = _run(script, warm_python)
     assert before.returncode != 0
     assert "torch.cuda.set_device(0)" in before.stderr  # the import fails
 
@@ -135,7 +135,7 @@ def test_benchmark_fails_before_and_runs_after_fix(tmp_path):
     left = {f.code for f in report.findings}
     assert left <= {"CUD107"}, report.findings  # the flag stays: it has no fix
 
-    result = _run(script)
+    result = _run(script, warm_python)
     assert result.returncode == 0, result.stderr[-2000:]
     lines = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
     assert float(lines["time per step"].removesuffix(" ms")) > 0

@@ -1,6 +1,7 @@
 """Targets that leave processes behind: a daemon (a session of its own, as `setsid` or a
 double fork makes it) and a plain fork. Each writes its pid to $SMOKE_TEST_PIDS, and lives
-LIFETIME seconds: far longer than any test waits. The daemon is started when the module is
+LIFETIME seconds: far longer than any test waits; one that lives them out writes its pid to
+$SMOKE_TEST_PIDS.lived (a run that waited for it). The daemon is started when the module is
 imported, before torch is, so that it runs even under a short --timeout."""
 
 from __future__ import annotations
@@ -13,14 +14,21 @@ import time
 LIFETIME = 400
 
 
-def _note(pid: int) -> None:
-    with open(os.environ["SMOKE_TEST_PIDS"], "a", encoding="utf-8") as file:
+def _note(pid: int, suffix: str = "") -> None:
+    with open(os.environ["SMOKE_TEST_PIDS"] + suffix, "a", encoding="utf-8") as file:
         file.write(f"{pid}\n")
 
 
+def _live() -> None:
+    time.sleep(LIFETIME)
+    _note(os.getpid(), ".lived")
+
+
 def _daemon() -> None:
-    process = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({LIFETIME})"],
-                               start_new_session=True, stdin=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-c", f"import os, time; time.sleep({LIFETIME}); "
+         "open(os.environ['SMOKE_TEST_PIDS'] + '.lived', 'a').write(f'{os.getpid()}\\n')"],
+        start_new_session=True, stdin=subprocess.DEVNULL)
     _note(process.pid)
 
 
@@ -36,12 +44,12 @@ def returns(device: torch.device) -> torch.Tensor:
 def forks(device: torch.device) -> torch.Tensor:
     pid = os.fork()
     if pid == 0:
-        time.sleep(LIFETIME)
+        _live()
         os._exit(0)
     _note(pid)
     return torch.ones(2, device=device)
 
 
 def hangs(device: torch.device) -> torch.Tensor:
-    time.sleep(LIFETIME)
+    _live()
     return torch.ones(2, device=device)
