@@ -198,3 +198,24 @@ def test_a_cell_without_imports_keeps_its_magics_first(tmp_path, capsys):
                            _code(["%matplotlib inline\n", "!nvidia-smi\n", "x = m.cuda()"]))
     assert sources == ["%matplotlib inline\n!nvidia-smi\n" + inline_block(["pick_device"])
                        + "\nx = m.to(pick_device())"]
+
+
+def test_a_new_cell_gets_the_same_id_in_every_run(tmp_path, capsys):
+    """nbformat 4.5 cells carry ids: the helper's new cell gets one made from what it holds and
+    the ids beside it, so that two fixes of the same notebook write the same bytes (fixing it
+    alone and in its tree agree: scripts/parity.py), and it is no id already taken."""
+    cells = [{"id": "a1", **_code("print('first')\n")},
+             {"id": "b2", **_code("import torch\nx = torch.ones(2).cuda()\n")}]
+    written = []
+    for name in ("one", "two"):
+        folder = tmp_path / name
+        folder.mkdir()
+        path = folder / "train.ipynb"
+        path.write_text(_notebook(*cells))
+        main(["check", "--fix", "--no-cache", str(path)])
+        capsys.readouterr()
+        written.append(path.read_bytes())
+    assert written[0] == written[1]
+    ids = [cell["id"] for cell in json.loads(written[0])["cells"]]
+    assert ids[0] == "a1" and ids[2] == "b2"
+    assert len(ids[1]) == 8 and ids[1] not in {"a1", "b2"}

@@ -8,8 +8,8 @@ would follow code: E402) or starts with a cell magic, in a new cell just before 
 
 from __future__ import annotations
 
+import hashlib
 import re
-import uuid
 from typing import Any
 
 import libcst as cst
@@ -136,6 +136,18 @@ def _with_imports(python: str, originals: dict[int, str], needs: Needs,
     return unmasked(imports.apply(module.code, edits), originals)
 
 
+def _cell_id(text: str, cells: list[Any]) -> str:
+    """An id for the new cell made from what it holds and the ids beside it, never a random
+    one: fixing a notebook alone and in its tree writes the same bytes (scripts/parity.py)."""
+    taken = {cell.get("id") for cell in cells if isinstance(cell, dict)}
+    seed = text + "".join(sorted(str(name) for name in taken))
+    for attempt in range(len(taken) + 1):
+        candidate = hashlib.sha256(f"{attempt}:{seed}".encode()).hexdigest()[:8]
+        if candidate not in taken:
+            return candidate
+    raise AssertionError("unreachable: more candidates than ids taken")
+
+
 def _insert_cell(cells: list[Any], changed: dict[int, str | list[str]], first: int,
                  needs: Needs, helper_module: str) -> int:
     """A new code cell with the imports, before the cell `first`."""
@@ -148,7 +160,7 @@ def _insert_cell(cells: list[Any], changed: dict[int, str | list[str]], first: i
     cell: dict[str, Any] = {"cell_type": "code", "execution_count": None, "metadata": {},
                             "outputs": [], "source": text.rstrip("\n").splitlines(keepends=True)}
     if isinstance(template, dict) and "id" in template:
-        cell = {"id": uuid.uuid4().hex[:8], **cell}
+        cell = {"id": _cell_id(text, cells), **cell}
     if isinstance(template, dict) and isinstance(template.get("source"), str):
         cell["source"] = text.rstrip("\n")
     cells.insert(first, cell)
