@@ -59,7 +59,24 @@ def test_cells_of_a_cpu_run_against_the_cuda_reference_and_an_mps_run() -> None:
         "fail; smoke-mps.json; rtol=1e-05, atol=1e-06 (--rtol/--atol)")
     assert "outputs saved on cuda (NVIDIA H200)" in cells["inference gives output"][
         "cuda-reference"].detail
-    assert cells["training updates the weights"]["cpu"].detail == "no smoke check tests this yet"
+    assert cells["training updates the weights"]["cpu"].detail == "no `training` check in the run"
+    assert "carries no per-step losses" in cells["training updates the weights"][
+        "cuda-reference"].detail
+
+
+def test_a_training_check_answers_training_on_its_device_and_against_the_reference() -> None:
+    data = smoke_json("cpu", against=CUDA_REFERENCE)
+    data["checks"].append({"name": "training", "status": "pass",
+                           "detail": "2 AdamW step(s) over 14 parameter(s) of ResidualMLP: ..."})
+    data["training"] = {"losses": [2.3, 2.1], "reference_losses": [2.3, 2.1]}
+    failed = smoke_json("cpu")
+    failed["checks"].append({"name": "training", "status": "fail",
+                             "detail": "4 SGD step(s) ...: frozen weights: ..."})
+    statuses = _statuses(what_was_tested([run_from_dict(data, "cpu.json")]))
+    assert statuses["training updates the weights"] == {"cpu": "pass", "mps": "not run",
+                                                        "cuda-reference": "pass"}
+    statuses = _statuses(what_was_tested([run_from_dict(failed, "cpu.json")]))
+    assert statuses["training updates the weights"]["cpu"] == "fail"
 
 
 def test_an_interrupted_run_answers_resume() -> None:

@@ -32,6 +32,8 @@ CHECK_MEANING = {
     "checkpoint": "checkpoints do not reload",
     "batch-ramp": "no batch size fits in memory",
     "interrupted": "a resumed run diverges from an uninterrupted one",
+    "training": "the training does not train (constant or non-finite loss, zero gradients or "
+                "frozen weights)",
     "environment": "the environment is unusable",
 }
 
@@ -111,6 +113,10 @@ class SmokeRun:
     tolerance: dict[str, Any] = field(default_factory=dict)
     saved_reference: str | None = None
     stale: tuple[str, ...] = ()  # why the run does not describe the project as it is now
+    # The training check's steps (`training`: losses, and the reference's) and each compared
+    # output's largest difference against its tolerance (`differences`): for the pictures.
+    training: dict[str, Any] = field(default_factory=dict)
+    differences: tuple[dict[str, Any], ...] = ()
 
     @property
     def current(self) -> bool:
@@ -237,6 +243,9 @@ def run_from_dict(data: dict[str, Any], source: str, stale: tuple[str, ...] = ()
         tolerance=data.get("tolerance") or {},
         saved_reference=data.get("saved_reference"),
         stale=stale,
+        training=data["training"] if isinstance(data.get("training"), dict) else {},
+        differences=tuple(item for item in data.get("differences") or ()
+                          if isinstance(item, dict)),
     )
 
 

@@ -6,7 +6,7 @@ Each question is answered by smoke checks (`cudalint smoke`'s check names):
 |---|---|
 | the weights load | `checkpoint` (saved, reloaded on the CPU with `weights_only=True`) |
 | inference gives output | `run` (the target ran and returned outputs) |
-| training updates the weights | none yet: no smoke check tests that a step changes them |
+| training updates the weights | `training` (every step: a finite loss, non-zero gradients, changed weights; the loss goes down on one batch) |
 | resume after a save works | `interrupted` (`--interrupt N`: stopped, saved, resumed) |
 | metrics reproduce | `compare` (outputs within tolerance of a reference or of the CPU) |
 
@@ -26,7 +26,7 @@ from cudalint.report.evidence import SmokeRun
 QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the weights load", ("checkpoint",)),
     ("inference gives output", ("run",)),
-    ("training updates the weights", ()),
+    ("training updates the weights", ("training",)),
     ("resume after a save works", ("interrupted",)),
     ("metrics reproduce", ("compare",)),
 )
@@ -127,6 +127,8 @@ def _reference_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
         comparison = compared[0][1]
         return Cell(PASS, tuple(dict.fromkeys(run.source for run, _ in compared)),
                     detail=f"outputs saved on {comparison.reference}")
+    if "training" in checks:
+        return _reference_training(compared)
     if "compare" in checks:
         failed = [(run, c) for run, c in compared if c.status == "fail"]
         chosen = failed or compared
@@ -136,3 +138,18 @@ def _reference_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
                     f"{run.device} against {comparison.reference}: largest abs diff "
                     f"{comparison.difference}")
     return Cell(NOT_RUN, detail=_NO_CHECK if not checks else "a reference holds outputs only")
+
+
+def _reference_training(compared: list[tuple[SmokeRun, Any]]) -> Cell:
+    """Training against a reference that carries its per-step losses: the run's training check,
+    which compared its losses with them."""
+    carried = [run for run, _ in compared
+               if run.training.get("reference_losses") and run.statuses.get("training")
+               in ("pass", "warn", "fail")]
+    if not carried:
+        return Cell(NOT_RUN, detail="the reference carries no per-step losses (saved before "
+                                    "cudalint 0.3, or by a target that trains nothing)")
+    failed = [run for run in carried if run.statuses["training"] == "fail"]
+    chosen = failed or carried
+    return Cell(FAIL if failed else PASS, tuple(dict.fromkeys(run.source for run in chosen)),
+                chosen[0].tolerance_text, chosen[0].details["training"])

@@ -245,7 +245,7 @@ def _report_from(result: ChildResult, args: argparse.Namespace,
     report = SmokeReport(target=args.target, device=str(device))
     report.checks = [Check("run", Status.FAIL, f"{error_type}: {message}")]
     report.checks += [Check(name, Status.SKIPPED, "the target did not finish")
-                      for name in ("compare", "determinism", "checkpoint")]
+                      for name in ("training", "compare", "determinism", "checkpoint")]
     report.error = {"phase": "run", "error_type": error_type, "message": message,
                     "location": None, "code": None, "innermost": None, "innermost_code": None,
                     "output_tail": result.tail()}

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from cudalint.runtime.smoke import checks, environment, interrupt, kill
+from cudalint.runtime.smoke import checks, environment, interrupt, kill, training
 from cudalint.runtime.smoke.artefacts import Artefact, artefact_records
 from cudalint.runtime.smoke.audit import AutocastWatch, OpAudit, OpLog
 from cudalint.runtime.smoke.compare import Tolerance
@@ -53,7 +53,7 @@ def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
     if isinstance(target, Crash):
         _fail_run(report, target, OpLog(), [], options)
         return report
-    outcome, log, texts = _audited_run(target, device)
+    outcome, log, texts, watch = _audited_run(target, device)
     report.environment["precision"] = environment.precision(log.autocast)
     report.warnings = sorted(set(texts))[:_MAX_WARNINGS]
     if outcome.crash is not None:
@@ -68,6 +68,7 @@ def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
         return report
     report.checks.append(_run_check(target, device, outcome, leaves))
     _add_audit(report, log, texts, options)
+    report.checks.append(_training(report, watch, options))
     reference_files: list[Artefact] = []
     report.checks += [
         _with_random_hint(_compare(target, leaves, options, reference_files), log, options),
@@ -111,18 +112,33 @@ def _save(path: Path, target: Target, leaves: list[Leaf], report: SmokeReport,
     try:
         save_reference(path, leaves, target=target.spec.identity, target_text=target.spec.text,
                        environment=report.environment,
-                       random_ops=tuple(sorted(log.device_random)))
+                       random_ops=tuple(sorted(log.device_random)),
+                       losses=training.losses_of(report.extra.get("training")))
     except Exception as exc:
         raise HarnessError(f"cannot write the reference {path}: {exc}") from None
     report.saved_reference = str(path)
 
 
-def _audited_run(target: Target, device: torch.device) -> tuple[Outcome, OpLog, list[str]]:
+def _audited_run(target: Target, device: torch.device
+                 ) -> tuple[Outcome, OpLog, list[str], training.TrainingWatch]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with OpAudit(device) as audit, AutocastWatch(device, audit.log.autocast):
+        with training.TrainingWatch() as watch, OpAudit(device) as audit, \
+                AutocastWatch(device, audit.log.autocast):
             outcome = run_target(target, device)
-    return outcome, audit.log, [str(warning.message) for warning in caught]
+    return outcome, audit.log, [str(warning.message) for warning in caught], watch
+
+
+def _training(report: SmokeReport, watch: training.TrainingWatch,
+              options: SmokeOptions) -> Check:
+    """The training check, against the reference's per-step losses when it has them."""
+    section = training.summary(watch)
+    reference = options.reference.training_losses if options.reference is not None else None
+    if section is not None:
+        if reference is not None:
+            section["reference_losses"] = [training.json_number(v) for v in reference]
+        report.extra["training"] = section
+    return training.training_check(watch, reference, options.tolerance)
 
 
 def _fail_run(report: SmokeReport, failure: Crash | Check, log: OpLog, texts: list[str],
@@ -139,7 +155,7 @@ def _fail_run(report: SmokeReport, failure: Crash | Check, log: OpLog, texts: li
     if options.save_reference is not None:
         reason += "; no reference was saved"
     report.checks += [Check(name, Status.SKIPPED, reason)
-                      for name in ("compare", "determinism", "checkpoint")]
+                      for name in (training.NAME, "compare", "determinism", "checkpoint")]
 
 
 def _run_check(target: Target, device: torch.device, outcome: Outcome,

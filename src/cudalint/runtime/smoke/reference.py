@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,8 @@ class Reference:
     created: str
     leaves: list[Leaf]
     random_ops: tuple[str, ...] = ()  # ops that drew on the saving run's accelerator
+    # The training check's loss per step (None: saved by a cudalint before 0.3, or no training)
+    training_losses: list[float | None] | None = None
 
     @property
     def device_type(self) -> str:
@@ -46,6 +49,7 @@ class Reference:
 def save_reference(
     path: Path, leaves: list[Leaf], *, target: str, target_text: str,
     environment: dict[str, Any], random_ops: tuple[str, ...] = (),
+    losses: list[float | None] | None = None,
 ) -> None:
     from safetensors.torch import save_file
 
@@ -60,6 +64,9 @@ def save_reference(
         "leaves": entries,
         "random_ops": list(random_ops),
     }
+    if losses is not None:  # as text where JSON has no number: NaN, infinity
+        document["training_losses"] = [None if v is None else v if math.isfinite(v) else repr(v)
+                                       for v in losses]
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path), metadata={_METADATA_KEY: json.dumps(document)})
 
@@ -154,7 +161,18 @@ def _read(path: Path) -> Reference:
         target=document["target"], target_text=document.get("target_text", ""),
         environment=document.get("environment", {}), created=document.get("created", "?"),
         leaves=leaves, random_ops=tuple(document.get("random_ops", ())),
+        training_losses=_losses(document.get("training_losses")),
     )
+
+
+def _losses(value: Any) -> list[float | None] | None:
+    if not isinstance(value, list):
+        return None
+    try:
+        return [None if item is None else float(item) for item in value]
+    except (TypeError, ValueError):
+        raise HarnessError(f"the reference's training_losses are not numbers: {value!r}"
+                           ) from None
 
 
 def _leaf(entry: dict[str, Any], handle: Any) -> Leaf:

@@ -6,9 +6,10 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Sections only some runs have: the batch-size ramp, the interrupted run, the killed run, the
+# Sections only some runs have: the training check's steps, the batch-size ramp, the interrupted run, the killed run, the
 # target's output, the files it wrote and named, the fallback pair of a Mac.
-EXTRA_SECTIONS = ("batches", "interrupted", "killed", "output", "artefacts", "fallback_pair")
+EXTRA_SECTIONS = ("training", "batches", "interrupted", "killed", "output", "artefacts",
+                  "fallback_pair")
 # What ties the report to its project and run (identity.REQUIRED, less the run's own fields):
 # the first three lead the JSON, the others follow the run's sections.
 IDENTITY_HEAD = ("schema", "cudalint", "date")

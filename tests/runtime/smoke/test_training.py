@@ -1,0 +1,47 @@
+"""The training check: a training loop that learns nothing fails it, naming why."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import check, target
+
+
+@pytest.mark.parametrize(("function", "reason"), [
+    ("constant_loss", "constant loss: 0 at each of the 4 steps"),
+    ("detached_loss", "zero gradients at every step (the loss reaches no parameter: cut from "
+                      "the model's graph): body.0.weight, body.0.bias, body.2.weight, "
+                      "body.2.bias, head.weight and 1 more"),
+    ("frozen_model", "frozen weights: 4 step(s) changed no value of body.0.weight"),
+    ("nan_at_step_2", "NaN loss at step 2 (of 4)"),
+])
+def test_a_training_that_learns_nothing_fails(smoke, function: str, reason: str) -> None:
+    code, report, _, _ = smoke(target(f"trainers.py:{function}"))
+    training = check(report, "training")
+    assert training["status"] == "fail", training
+    assert reason in training["detail"]
+    assert training["detail"].startswith("4 SGD step(s) over 6 parameter(s) of TinyNet: ")
+    assert code == 1 and report["verdict"] == "fail"
+    assert check(report, "run")["status"] in ("pass", "warn")
+
+
+def test_a_healthy_training_passes(smoke) -> None:
+    code, report, _, _ = smoke(target("trainers.py:healthy"))
+    training = check(report, "training")
+    assert training["status"] == "pass", training
+    assert "every parameter got a gradient and changed" in training["detail"]
+    section = report["training"]
+    assert section["steps"] == 4 and section["optimizer"] == "SGD"
+    losses = section["losses"]
+    assert len(losses) == 4 and losses[-1] < losses[0]
+    assert code == 0
+    # The hooks' reads are not the target's ops.
+    assert "aten::clone" not in report["ops"]["counts"]
+    assert "aten::equal" not in report["ops"]["counts"]
+
+
+def test_inference_trains_nothing(smoke) -> None:
+    code, report, _, _ = smoke(target("trainers.py:inference"))
+    assert check(report, "training")["status"] == "skipped"
+    assert "training" not in report
+    assert code == 0
