@@ -17,7 +17,7 @@ _CHECKS = ("environment", "transfer", "run", "ops", "compare", "determinism", "c
 # As `cudalint smoke --reference` words a comparison with the demo's reference saved on CUDA.
 CUDA_REFERENCE = ("the reference (cuda (NVIDIA H200), torch 2.11.0+cu130, Linux, saved "
                   "2026-11-29T19:15:05+00:00)")
-TOLERANCE = {"rtol": 1e-05, "atol": 1e-06, "source": "--rtol/--atol", "per_output": {}}
+TOLERANCE = {"rtol": 1e-05, "atol": 1e-06, "source": "command line", "per_output": {}}
 
 
 def smoke_json(device: str = "mps", *, failed: dict[str, str] | None = None,
@@ -86,7 +86,7 @@ def stamp(data: dict[str, Any], root: Path) -> dict[str, Any]:
     fields = {"schema": identity.SCHEMA, "cudalint": __version__,
               "date": "2026-12-01T10:00:00+00:00", "project": identity.project_state(root),
               "files": _files(root), "tolerance": {"rtol": None, "atol": None,
-                                                   "source": "dtype defaults", "per_output": {}},
+                                                   "source": "default", "per_output": {}},
               "packages": {}}
     return {**{key: value for key, value in fields.items() if key not in data}, **data}
 

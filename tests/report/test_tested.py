@@ -52,11 +52,12 @@ def test_cells_of_a_cpu_run_against_the_cuda_reference_and_an_mps_run() -> None:
     cells = {row.question: row.cells for row in table.rows}
     reference = cells["metrics reproduce"]["cuda-reference"]
     assert reference.sources == ("smoke-cpu.json",)
-    assert reference.tolerance == "rtol=1e-05, atol=1e-06 (--rtol/--atol)"
+    assert reference.tolerance == "rtol=1e-05, atol=1e-06 (float32 outputs); given on the command line"
     assert "cuda (NVIDIA H200), torch 2.11.0+cu130" in reference.detail
     assert "5.07e-07 (logits)" in reference.detail
     assert cells["the weights load"]["mps"].text() == (
-        "fail; smoke-mps.json; rtol=1e-05, atol=1e-06 (--rtol/--atol)")
+        "fail; smoke-mps.json; rtol=1e-05, atol=1e-06 (float32 outputs); given on the command "
+        "line")
     assert "outputs saved on cuda (NVIDIA H200)" in cells["inference gives output"][
         "cuda-reference"].detail
     assert cells["training updates the weights"]["cpu"].detail == "no `training` check in the run"
@@ -107,13 +108,15 @@ def test_the_table_in_every_format(tmp_path: Path, capsys, with_run: bool) -> No
     inference = rows[1]["cells"]["cpu"]
     if with_run:
         assert inference == {"status": "pass", "sources": [str(smoke)],
-                             "tolerance": "rtol=1e-05, atol=1e-06 (--rtol/--atol)",
+                             "tolerance": "rtol=1e-05, atol=1e-06 (float32 outputs); given on the command line",
                              "detail": "run ok"}
         line = (f"inference gives output: CPU: pass; {smoke}; rtol=1e-05, atol=1e-06 "
-                "(--rtol/--atol) | MPS: not run | CUDA reference: pass; " + str(smoke))
+                "(float32 outputs); given on the command line | MPS: not run | CUDA reference: "
+                "pass; " + str(smoke))
         assert line in outputs["text"]
         assert (f"| inference gives output | pass; {smoke}; rtol=1e-05, atol=1e-06 "
-                "(--rtol/--atol) | not run | pass; " in outputs["markdown"])
+                "(float32 outputs); given on the command line | not run | pass; "
+                in outputs["markdown"])
     else:
         assert inference["status"] == "not run"
         assert ("inference gives output: CPU: not run | MPS: not run | CUDA reference: not run"

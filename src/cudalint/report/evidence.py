@@ -145,7 +145,10 @@ class SmokeRun:
 
     @property
     def tolerance_text(self) -> str:
-        return tolerance_text(self.tolerance)
+        """The rtol and atol applied to each output, with numbers, and their source."""
+        from cudalint.runtime.smoke.tolerances import describe
+
+        return describe(self.tolerance, self.differences)
 
     def comparison(self) -> Comparison | None:
         """The compare check, when it compared (passed or failed) with something."""
@@ -183,24 +186,6 @@ class SmokeRun:
                 "date": self.date, "cudalint": self.cudalint, "machine": self.machine,
                 "project": self.project, "tolerance": self.tolerance,
                 "comparison": comparison.to_dict() if comparison else None}
-
-
-def tolerance_text(tolerance: dict[str, Any]) -> str:
-    """`rtol=1e-05, atol=1e-08 (source)`; the dtype defaults when none was set."""
-    if not tolerance:
-        return "tolerance not recorded"
-    rtol, atol = tolerance.get("rtol"), tolerance.get("atol")
-    values = ("dtype defaults" if rtol is None and atol is None
-              else f"rtol={_number(rtol)}, atol={_number(atol)}")
-    source = tolerance.get("source")
-    per_output = tolerance.get("per_output") or {}
-    extra = f"; per output: {', '.join(sorted(per_output))}" if per_output else ""
-    return f"{values} ({source}){extra}" if source else values + extra
-
-
-def _number(value: object) -> str:
-    return "default" if value is None else f"{value:g}" if isinstance(value, float) else str(
-        value)
 
 
 def load_run(path: Path, root: Path | None = None) -> SmokeRun:

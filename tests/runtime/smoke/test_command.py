@@ -20,10 +20,12 @@ def test_healthy_training_step_passes(smoke) -> None:
     assert report["verdict"] == "pass"
     assert report["device"] == "cpu"
     assert [c["name"] for c in report["checks"]] == [
-        "environment", "transfer", "run", "ops", "compare", "determinism", "checkpoint"]
+        "environment", "transfer", "run", "ops", "training", "compare", "determinism",
+        "checkpoint"]
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert statuses == {"environment": "pass", "transfer": "pass", "run": "pass", "ops": "pass",
-                        "compare": "skipped", "determinism": "pass", "checkpoint": "pass"}
+                        "training": "pass", "compare": "skipped", "determinism": "pass",
+                        "checkpoint": "pass"}
     assert "batch_size=4" in check(report, "run")["detail"]
     assert report["hazards"] == []
     # Forward and backward ops of a linear layer were seen.

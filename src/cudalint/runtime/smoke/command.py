@@ -188,7 +188,6 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
     setup = _Setup.of(args, spec)  # a bad [tool.cudalint.smoke] stops us here, before the child
     from cudalint.runtime.smoke.devices import resolve_device
     from cudalint.runtime.smoke.isolation import run_child
-    from cudalint.runtime.smoke.render import render
 
     device = resolve_device(args.device)
     pair = None
@@ -212,12 +211,23 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
         report.extra["fallback_pair"] = pair
     if not report.identity:  # the child died before writing its report
         report.identity = setup.stamp([Path(spec.location)] if spec.is_file else [])
-    _add_static(report, setup.root, static)
+    _add_static(report, setup.root, static, spec)
+    return _finish(report, args)
+
+
+def _finish(report: SmokeReport, args: argparse.Namespace) -> int:
+    """Show and write the report; its exit code, with a line for each check asked for and not
+    carried out."""
+    from cudalint.runtime.smoke.render import render
+
     if args.json != "-":
         render(report)
     if args.json:
         _write(report, args.json)
-    return 0 if report.verdict == "pass" else 1
+    for option, why in report.unmet:
+        print(f"{PROG}: error: {option} was asked for and not carried out: {why}",
+              file=sys.stderr)
+    return report.exit_code
 
 
 def _child_argv(argv: list[str]) -> list[str]:
@@ -242,7 +252,7 @@ def _report_from(result: ChildResult, args: argparse.Namespace,
     if result.data is not None:
         return SmokeReport.from_dict(result.data)
     error_type, message = death(result, args.timeout)
-    report = SmokeReport(target=args.target, device=str(device))
+    report = SmokeReport(target=args.target, device=str(device), requested=requested(args))
     report.checks = [Check("run", Status.FAIL, f"{error_type}: {message}")]
     report.checks += [Check(name, Status.SKIPPED, "the target did not finish")
                       for name in ("training", "compare", "determinism", "checkpoint")]
@@ -307,36 +317,40 @@ def _run(args: argparse.Namespace, watch: TorchImportWatch, static: StaticCheck 
         from cudalint.runtime.smoke.pipeline import run_smoke
     except ImportError:
         raise HarnessError("torch is not installed; pip install 'cudalint[smoke]'") from None
-    from cudalint.runtime.smoke.render import render
 
     with contextlib.redirect_stdout(sys.stderr):
         report = run_smoke(loaded, _options(args, spec, setup.tolerance), args.target, watch)
     report.identity = setup.stamp(_used_files(spec, before))
     if args.worker_json:
         _write(report, args.worker_json)
-        return 0 if report.verdict == "pass" else 1
-    _add_static(report, setup.root, static)
-    if args.json != "-":
-        render(report)
-    if args.json:
-        _write(report, args.json)
-    return 0 if report.verdict == "pass" else 1
+        return report.exit_code
+    _add_static(report, setup.root, static, spec)
+    return _finish(report, args)
 
 
-def _add_static(report: SmokeReport, root: Path, static: StaticCheck | None) -> None:
-    """Join the static check's findings in the files the run used to the report's hazards."""
+def _add_static(report: SmokeReport, root: Path, static: StaticCheck | None,
+                spec: TargetSpec) -> None:
+    """Join the static check's findings in the code the target can reach (in the files the run
+    used) to the report's hazards; those elsewhere in those files are only counted."""
     if static is None:
         return
+    from cudalint.runtime.smoke.reach import within_reach
     from cudalint.runtime.smoke.static import with_static
 
-    files = [root / name for name in report.identity.get("files") or {}]
+    named = {name: root / name for name in report.identity.get("files") or {}}
     try:
-        findings = static(root, files)
+        findings = static(root, list(named.values()))
     except Exception as exc:  # the run's own report stands without the static side
-        report.warnings.append(f"the static check of {len(files)} file(s) failed: "
+        report.warnings.append(f"the static check of {len(named)} file(s) failed: "
                                f"{type(exc).__name__}: {exc}")
         return
-    report.hazards = with_static(report.hazards, findings)
+    reached, elsewhere = within_reach(findings, named, spec)
+    report.hazards = with_static(report.hazards, reached)
+    if elsewhere:
+        report.extra["elsewhere"] = {
+            "findings": len(elsewhere),
+            "detail": "cudalint check's MPS findings in code of these files that the target "
+                      "cannot reach (other functions): not this run's hazards"}
 
 
 class _Setup:
@@ -357,7 +371,7 @@ class _Setup:
         from cudalint.runtime.smoke.identity import stamp
         from cudalint.runtime.smoke.settings import tolerance_record
 
-        return stamp(self.root, files, tolerance_record(self.tolerance, self.source))
+        return stamp(self.root, files, tolerance_record(self.tolerance, self.source, self.root))
 
 
 def _used_files(spec: TargetSpec, before: set[str]) -> list[Path]:
@@ -397,7 +411,22 @@ def _options(args: argparse.Namespace, spec: TargetSpec,
         batch_sizes=args.batch_sizes,
         interrupt=args.interrupt,
         kill_after=args.kill_after,
+        requested=tuple(requested(args).items()),
     )
+
+
+def requested(args: argparse.Namespace) -> dict[str, str]:
+    """The checks the command line asks for, by check name, with the option as given: each
+    must run, or the run exits 2."""
+    asked = {
+        "compare": f"--reference {args.reference}" if args.reference else "",
+        "determinism": f"--repeat {args.repeat}" if args.repeat else "",
+        "batch-ramp": ("--batch-sizes " + ",".join(map(str, args.batch_sizes))
+                       if args.batch_sizes else ""),
+        "interrupted": f"--interrupt {args.interrupt}" if args.interrupt else "",
+        "killed": f"--kill-after {args.kill_after}" if args.kill_after else "",
+    }
+    return {name: option for name, option in asked.items() if option}
 
 
 def _reference(path: Path, spec: TargetSpec) -> Reference:

@@ -55,7 +55,7 @@ def save_reference(
 
     tensors: dict[str, torch.Tensor] = {}
     entries = [_entry(leaf, str(index), tensors) for index, leaf in enumerate(leaves)]
-    document = {
+    document: dict[str, Any] = {
         "format": FORMAT,
         "target": target,
         "target_text": target_text,

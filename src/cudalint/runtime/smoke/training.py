@@ -101,7 +101,7 @@ class TrainingWatch:
         try:
             with _disable_current_modes(), torch.no_grad():
                 function(*args)
-        except Exception:  # noqa: BLE001 - an unreadable loss is no loss for the check
+        except Exception:  # an unreadable loss is no loss for the check
             pass
 
     def _on_forward(self, module: torch.nn.Module, args: Any, output: Any) -> None:
@@ -179,7 +179,7 @@ def _reached_parameters(loss: torch.Tensor) -> set[int]:
     """The ids of the leaf tensors the loss's autograd graph reaches."""
     found: set[int] = set()
     seen: set[int] = set()
-    stack = [loss.grad_fn] if loss.grad_fn is not None else []
+    stack: list[Any] = [loss.grad_fn] if loss.grad_fn is not None else []
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -280,7 +280,7 @@ def _against_reference(losses: list[float | None], reference: list[float | None]
     if len(losses) != len(reference):
         return [f"{len(losses)} step(s) here, {len(reference)} in the reference"]
     rtol, atol = tolerance.for_path("loss").for_dtypes("float32")
-    for index, (got, want) in enumerate(zip(losses, reference), 1):
+    for index, (got, want) in enumerate(zip(losses, reference, strict=True), 1):
         if got is None or want is None:
             continue
         if not abs(got - want) <= atol + rtol * abs(want):
