@@ -15,6 +15,7 @@ from cudalint.report.tested import what_was_tested
 from .smoke_runs import CUDA_REFERENCE, smoke_json
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "report"
+COMMAND_LINE = "rtol=1e-05, atol=1e-06 (float32 outputs); given on the command line"
 QUESTIONS = ["the weights load", "inference gives output", "training updates the weights",
              "resume after a save works", "metrics reproduce"]
 
@@ -52,7 +53,7 @@ def test_cells_of_a_cpu_run_against_the_cuda_reference_and_an_mps_run() -> None:
     cells = {row.question: row.cells for row in table.rows}
     reference = cells["metrics reproduce"]["cuda-reference"]
     assert reference.sources == ("smoke-cpu.json",)
-    assert reference.tolerance == "rtol=1e-05, atol=1e-06 (float32 outputs); given on the command line"
+    assert reference.tolerance == COMMAND_LINE
     assert "cuda (NVIDIA H200), torch 2.11.0+cu130" in reference.detail
     assert "5.07e-07 (logits)" in reference.detail
     assert cells["the weights load"]["mps"].text() == (
@@ -108,7 +109,7 @@ def test_the_table_in_every_format(tmp_path: Path, capsys, with_run: bool) -> No
     inference = rows[1]["cells"]["cpu"]
     if with_run:
         assert inference == {"status": "pass", "sources": [str(smoke)],
-                             "tolerance": "rtol=1e-05, atol=1e-06 (float32 outputs); given on the command line",
+                             "tolerance": COMMAND_LINE,
                              "detail": "run ok"}
         line = (f"inference gives output: CPU: pass; {smoke}; rtol=1e-05, atol=1e-06 "
                 "(float32 outputs); given on the command line | MPS: not run | CUDA reference: "

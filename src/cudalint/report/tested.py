@@ -6,7 +6,7 @@ Each question is answered by smoke checks (`cudalint smoke`'s check names):
 |---|---|
 | the weights load | `checkpoint` (saved, reloaded on the CPU with `weights_only=True`) |
 | inference gives output | `run` (the target ran and returned outputs) |
-| training updates the weights | `training` (every step: a finite loss, non-zero gradients, changed weights; the loss goes down on one batch) |
+| training updates the weights | `training` (non-zero gradients, weights change, loss goes down) |
 | resume after a save works | `interrupted` (`--interrupt N`: stopped, saved, resumed) |
 | metrics reproduce | `compare` (outputs within tolerance of a reference or of the CPU) |
 
