@@ -284,3 +284,17 @@ def test_a_loss_call_is_copied_with_its_reshapes(tmp_path: Path,
     assert ("    return nn.functional.cross_entropy(output.reshape(-1, output.shape[-1]), "
             "targets.flatten(), label_smoothing=0.1)\n") in text
     assert _guessed(text, "return torch.randint(0, output.shape[-1], output.shape[:-1])")
+
+
+def test_it_proposes_the_tolerance_to_declare_until_there_is_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    written = _project(tmp_path, "class Net(nn.Module):\n    pass\n")
+    code, out, _ = _init(capsys, str(written))
+    proposal = out.split("\n", 1)[1]
+    assert code == 0 and proposal.startswith(
+        f"no tolerance is declared: decide it before the first run, add it to "
+        f"{tmp_path / 'pyproject.toml'} and commit it:\n[tool.cudalint.smoke]\nrtol = 1e-4")
+    with (tmp_path / "pyproject.toml").open("a") as pyproject:
+        pyproject.write(proposal.split(":\n", 1)[1] + "\n")
+    code, out, _ = _init(capsys, str(written), "--force")
+    assert code == 0 and "\n" not in out.strip()  # declared: nothing more to propose

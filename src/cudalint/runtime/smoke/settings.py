@@ -104,6 +104,15 @@ def committed(path: Path) -> bool | None:
             and git("diff", "--quiet", "HEAD", "--", path.name) == 0)
 
 
+def declared_table(root: Path) -> bool:
+    """Whether the project's pyproject.toml has a [tool.cudalint.smoke] table (one that cannot
+    be read counts as declared: the run reports it)."""
+    try:
+        return bool(_smoke_table(root / "pyproject.toml"))
+    except HarnessError:
+        return True
+
+
 def _smoke_table(path: Path) -> Mapping[str, Any]:
     """The [tool.cudalint.smoke] table of the pyproject.toml at `path` ({} where there is none),
     read as every configuration is (cudalint.config.read_document: a regular file, within the
