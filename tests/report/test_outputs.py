@@ -254,4 +254,12 @@ def test_a_comparison_with_the_cuda_reference_is_shown(demo: Path, tmp_path: Pat
     assert "cuda (NVIDIA H200), torch 2.11.0+cu130" in text
     assert largest in text and "pass" in text
     assert stated in text
+    # The pictures: the loss at each of the training check's steps, and each output's largest
+    # difference against its tolerance (within it: green; the H200 reference has no losses).
+    assert dom.ids["loss-chart-0"]["data-steps"] == "2"
+    assert dom.ids["loss-chart-0"]["data-reference"] == "0"
+    bars = {bar["data-output"]: bar for bar in dom.bars["difference-chart-0"]}
+    assert set(bars) == {"loss", "logits"}
+    assert all(bar["data-within"] == "true" and float(str(bar["data-largest"])) < 1e-5
+               for bar in bars.values())
     assert dom.cells["tested-table"]["metrics reproduce (compare)"]["cuda-reference"] == "pass"
