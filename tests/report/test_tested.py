@@ -88,6 +88,18 @@ def test_an_interrupted_run_answers_resume() -> None:
     assert _statuses(table)["resume after a save works"]["cpu"] == "pass"
 
 
+def test_a_check_asked_for_and_not_run_says_so() -> None:
+    data = smoke_json("cpu")
+    data["checks"].append({"name": "killed", "status": "skipped",
+                           "detail": "train needs `steps` and `checkpoint_dir` parameters"})
+    data["requested"], data["verdict"] = {"killed": "--kill-after 1"}, "fail"
+    row = next(row for row in what_was_tested([run_from_dict(data, "cpu.json")]).rows
+               if row.question == "resume after a save works")
+    assert row.cells["cpu"].status == "not run"
+    assert row.cells["cpu"].detail == ("requested (--kill-after 1) and not run: train needs "
+                                       "`steps` and `checkpoint_dir` parameters")
+
+
 def test_a_cuda_run_gets_its_own_column() -> None:
     table = what_was_tested([run_from_dict(smoke_json("cuda"), "cuda.json")])
     assert table.labels == ["CPU", "MPS", "CUDA", "CUDA reference"]

@@ -117,6 +117,7 @@ class SmokeRun:
     # output's largest difference against its tolerance (`differences`): for the pictures.
     training: dict[str, Any] = field(default_factory=dict)
     differences: tuple[dict[str, Any], ...] = ()
+    requested: dict[str, str] = field(default_factory=dict)  # check -> the option that asked
 
     @property
     def current(self) -> bool:
@@ -231,6 +232,8 @@ def run_from_dict(data: dict[str, Any], source: str, stale: tuple[str, ...] = ()
         training=data["training"] if isinstance(data.get("training"), dict) else {},
         differences=tuple(item for item in data.get("differences") or ()
                           if isinstance(item, dict)),
+        requested={str(k): str(v) for k, v in (data.get("requested") or {}).items()}
+        if isinstance(data.get("requested"), dict) else {},
     )
 
 

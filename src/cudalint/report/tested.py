@@ -7,7 +7,7 @@ Each question is answered by smoke checks (`cudalint smoke`'s check names):
 | the weights load | `checkpoint` (saved, reloaded on the CPU with `weights_only=True`) |
 | inference gives output | `run` (the target ran and returned outputs) |
 | training updates the weights | `training` (non-zero gradients, weights change, loss goes down) |
-| resume after a save works | `interrupted` (`--interrupt N`: stopped, saved, resumed) |
+| resume after a save works | `interrupted`, `killed` (`--interrupt N`, `--kill-after N`) |
 | metrics reproduce | `compare` (outputs within tolerance of a reference or of the CPU) |
 
 The columns are CPU, MPS and the CUDA reference (the outputs a run compared with, saved on a
@@ -27,7 +27,7 @@ QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the weights load", ("checkpoint",)),
     ("inference gives output", ("run",)),
     ("training updates the weights", ("training",)),
-    ("resume after a save works", ("interrupted",)),
+    ("resume after a save works", ("interrupted", "killed")),
     ("metrics reproduce", ("compare",)),
 )
 COLUMNS = ("cpu", "mps", "cuda-reference")
@@ -105,7 +105,9 @@ def _device_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
     if not answered:
         if not runs:
             return Cell(NOT_RUN, detail="no smoke run on this device")
-        skipped = [run.details[check] for run in runs for check in checks if check in run.details]
+        skipped = [_skipped(run, check) for run in runs for check in checks
+                   if check in run.details]
+        skipped.sort(key=lambda text: not text.startswith("requested"))
         return Cell(NOT_RUN, tuple(run.source for run in runs),
                     detail=skipped[0] if skipped else f"no `{checks[0]}` check in the run")
     failed = [(run, check) for run, check in answered if run.statuses[check] == "fail"]
@@ -113,6 +115,13 @@ def _device_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
     run, check = chosen[0]
     sources = tuple(dict.fromkeys(r.source for r, _ in chosen))
     return Cell(FAIL if failed else PASS, sources, run.tolerance_text, run.details[check])
+
+
+def _skipped(run: SmokeRun, check: str) -> str:
+    """Why a check did not run; first, that it was asked for (`--kill-after 1`)."""
+    if check in run.requested:
+        return f"requested ({run.requested[check]}) and not run: {run.details[check]}"
+    return run.details[check]
 
 
 def _reference_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
