@@ -263,3 +263,5 @@ def test_a_comparison_with_the_cuda_reference_is_shown(demo: Path, tmp_path: Pat
     assert all(bar["data-within"] == "true" and float(str(bar["data-largest"])) < 1e-5
                for bar in bars.values())
     assert dom.cells["tested-table"]["metrics reproduce (compare)"]["cuda-reference"] == "pass"
+    # The demo's training step trains: its training check answers the row, on the CPU.
+    assert dom.cells["tested-table"]["training updates the weights (training)"]["cpu"] == "pass"
