@@ -40,6 +40,22 @@ def test_a_healthy_training_passes(smoke) -> None:
     assert "aten::equal" not in report["ops"]["counts"]
 
 
+def test_a_reference_carries_the_losses_and_a_run_is_held_to_them(
+        smoke, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = str(tmp_path / "ref.safetensors")
+    assert smoke(target("trainers.py:healthy"), "--save-reference", reference)[0] == 0
+    code, report, _, _ = smoke(target("trainers.py:healthy"), "--reference", reference)
+    assert code == 0
+    assert report["training"]["reference_losses"] == report["training"]["losses"]
+    assert check(report, "training")["detail"].endswith("; matches the reference's 4 losses")
+    monkeypatch.setenv("SMOKE_LR", "0.2")  # the first loss is the same, the later ones not
+    code, report, _, _ = smoke(target("trainers.py:healthy"), "--reference", reference)
+    assert code == 1
+    assert "loss at step 2: " in check(report, "training")["detail"]
+    assert " in the reference (beyond rtol 1.3e-06, atol 1e-05)" in check(
+        report, "training")["detail"]
+
+
 def test_inference_trains_nothing(smoke) -> None:
     code, report, _, _ = smoke(target("trainers.py:inference"))
     assert check(report, "training")["status"] == "skipped"

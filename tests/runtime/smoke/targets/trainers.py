@@ -3,6 +3,8 @@ can look busy and learn nothing."""
 
 from __future__ import annotations
 
+import os
+
 import torch
 from tiny_model import TinyNet, synthetic_batch
 from torch import nn
@@ -19,7 +21,8 @@ def _fit(device: torch.device, lr: float = 0.1) -> tuple[nn.Module, torch.optim.
 
 
 def healthy(device: torch.device) -> torch.Tensor:
-    model, optimizer, inputs, labels = _fit(device)
+    """SMOKE_LR changes the learning rate: another training than the one a reference saved."""
+    model, optimizer, inputs, labels = _fit(device, lr=float(os.environ.get("SMOKE_LR", "0.1")))
     for _ in range(STEPS):
         optimizer.zero_grad()
         loss = nn.functional.cross_entropy(model(inputs), labels)
