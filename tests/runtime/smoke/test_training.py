@@ -29,7 +29,7 @@ def test_a_healthy_training_passes(smoke) -> None:
     code, report, _, _ = smoke(target("trainers.py:healthy"))
     training = check(report, "training")
     assert training["status"] == "pass", training
-    assert "every parameter got a gradient and changed" in training["detail"]
+    assert training["detail"].endswith("every parameter it reaches got a gradient and changed")
     section = report["training"]
     assert section["steps"] == 4 and section["optimizer"] == "SGD"
     losses = section["losses"]
@@ -54,6 +54,15 @@ def test_a_reference_carries_the_losses_and_a_run_is_held_to_them(
     assert "loss at step 2: " in check(report, "training")["detail"]
     assert " in the reference (beyond rtol 1.3e-06, atol 1e-05)" in check(
         report, "training")["detail"]
+
+
+def test_parameters_the_loss_does_not_reach_are_named_not_failed(smoke) -> None:
+    code, report, _, _ = smoke(target("trainers.py:spare_head"))
+    training = check(report, "training")
+    assert code == 0 and training["status"] == "pass"
+    assert training["detail"].endswith("; the loss reaches none of 2 parameter(s): spare.weight, "
+                                       "spare.bias")
+    assert " of WithSpareHead: " in training["detail"]
 
 
 def test_inference_trains_nothing(smoke) -> None:

@@ -236,8 +236,18 @@ def training_check(watch: TrainingWatch, reference: list[float | None] | None = 
                      "goes down is not shown: train two or more steps on one batch")
     compared = (f"; matches the reference's {len(reference)} losses" if reference is not None
                 else "")
-    return Check(NAME, Status.PASS, f"{described}: loss {_curve(losses)}, every parameter got "
-                 f"a gradient and changed{compared}")
+    return Check(NAME, Status.PASS, f"{described}: loss {_curve(losses)}, every parameter it "
+                 f"reaches got a gradient and changed{compared}{_unreached(run)}")
+
+
+def _unreached(run: Run) -> str:
+    """The optimizer's parameters the loss never reaches (a head this loss does not use): not
+    a failure, but worth knowing."""
+    reached = set().union(*(step.reached for step in run.steps))
+    missing = [key for key in run.params if key not in reached]
+    if not reached or not missing:
+        return ""
+    return f"; the loss reaches none of {len(missing)} parameter(s): {_names(run, missing)}"
 
 
 def _described(run: Run) -> str:

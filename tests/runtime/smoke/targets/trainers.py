@@ -84,3 +84,27 @@ def inference(device: torch.device) -> torch.Tensor:
     model = TinyNet().to(device).eval()
     with torch.no_grad():
         return model(synthetic_batch(4, device)[0])
+
+
+class WithSpareHead(nn.Module):
+    """A classifier with a second head that this loss does not use."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = TinyNet()
+        self.spare = nn.Linear(3, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+def spare_head(device: torch.device) -> torch.Tensor:
+    model = WithSpareHead().to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    inputs, labels = synthetic_batch(8, device)
+    for _ in range(STEPS):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(inputs), labels)
+        loss.backward()
+        optimizer.step()
+    return loss.detach()
