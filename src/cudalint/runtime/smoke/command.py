@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -57,8 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "reference) or with outputs saved by --save-reference")
     parser.add_argument("--save-reference", type=Path, metavar="PATH",
                         help="save this run's outputs, e.g. on the CUDA server")
-    parser.add_argument("--rtol", type=float, help="relative tolerance (default: per dtype)")
-    parser.add_argument("--atol", type=float, help="absolute tolerance (default: per dtype)")
+    parser.add_argument("--rtol", type=_tolerance,
+                        help="relative tolerance (default: per dtype)")
+    parser.add_argument("--atol", type=_tolerance,
+                        help="absolute tolerance (default: per dtype)")
     parser.add_argument("--repeat", type=_count, default=0, metavar="N",
                         help="run N more times with the same seed to check determinism")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON ('-': "
@@ -72,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also run N steps, checkpoint, resume in a fresh process for N more "
                              "and compare with 2N steps in one go (the target takes steps and "
                              "resume)")
-    parser.add_argument("--kill-after", type=_count, default=0, metavar="N",
+    parser.add_argument("--kill-after", type=_steps, default=0, metavar="N",
                         help="also kill the training with SIGKILL during step N+1, restart it "
                              "from the checkpoint its own save code wrote and compare with an "
                              "uninterrupted run (the target takes steps and checkpoint_dir)")
@@ -99,6 +102,20 @@ def _seconds(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def _tolerance(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError("must be a finite number from 0 up")
+    return value
+
+
+def _steps(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more (the steps before the kill)")
     return value
 
 
@@ -242,7 +259,8 @@ def _report_from(result: ChildResult, args: argparse.Namespace,
     if result.data is not None:
         return SmokeReport.from_dict(result.data)
     error_type, message = death(result, args.timeout)
-    report = SmokeReport(target=args.target, device=str(device))
+    report = SmokeReport(target=args.target, device=str(device),
+                         environment=_parent_environment(device))
     report.checks = [Check("run", Status.FAIL, f"{error_type}: {message}")]
     report.checks += [Check(name, Status.SKIPPED, "the target did not finish")
                       for name in ("compare", "determinism", "checkpoint")]
@@ -250,6 +268,15 @@ def _report_from(result: ChildResult, args: argparse.Namespace,
                     "location": None, "code": None, "innermost": None, "innermost_code": None,
                     "output_tail": result.tail()}
     return report
+
+
+def _parent_environment(device: torch.device) -> dict[str, object]:
+    """The machine, as this process sees it, for a report the child did not write: a report
+    names the machine that ran it."""
+    from cudalint.runtime.smoke.environment import FALLBACK_VAR, TorchImportWatch, collect
+
+    return collect(device, TorchImportWatch(already_imported=True,
+                                            at_start=os.environ.get(FALLBACK_VAR)))
 
 
 def _write(report: SmokeReport, path: str) -> None:

@@ -1,0 +1,303 @@
+"""Evidence that describes no real run is refused (issue 39; issue 44, items 8 and 13): a smoke
+file of the right schema whose machine is missing, whose device its machine contradicts, whose
+checks smoke never writes, whose statuses contradict its verdict or its own numbers, or whose
+fields hold the wrong types, stops the report with one line, exit 2 (never an internal error).
+
+Each forged file starts from a valid run (`smoke_runs.smoke_json`) and changes one thing; the
+valid run itself is accepted (`test_the_unforged_run_is_evidence`), so each refusal is the
+forgery's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cudalint.cli import main
+from cudalint.runtime.smoke import identity
+
+from .smoke_runs import CUDA_REFERENCE, smoke_json
+
+READY = Path(__file__).parents[2] / "fixtures" / "report" / "ready"
+
+
+def _report(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: object,
+            *argv: str) -> tuple[int, str, str]:
+    path = tmp_path / "run.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data), encoding="utf-8")
+    code = main(["report", str(READY), "--smoke", str(path), *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: object) -> str:
+    code, out, err = _report(tmp_path, capsys, data, "--output-format", "json")
+    assert (code, out) == (2, ""), err
+    assert err.count("\n") == 1 and err.startswith(
+        f"cudalint report: error: {tmp_path / 'run.json'}: not a"), err
+    assert "internal error" not in err
+    return err
+
+
+def _mps(**changes: Any) -> dict[str, Any]:
+    return smoke_json("mps", root=READY) | changes
+
+
+def _check(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(check for check in data["checks"] if check["name"] == name)
+
+
+def test_the_unforged_run_is_evidence(tmp_path: Path, capsys) -> None:
+    code, out, err = _report(tmp_path, capsys, _mps(), "--output-format", "json")
+    assert code == 0, err
+    assert json.loads(out)["evidence"] == "confirmed-on-mps"
+
+
+# -- the machine: missing, empty, or one the device contradicts --------------------------------
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    ("environment", {}, "(environment is empty)"),
+    ("environment", None, "(environment is null, not an object)"),
+    ("packages", {}, "(packages is empty)"),
+    ("packages", [], "(packages is a list of 0, not an object)"),
+], ids=["empty-environment", "null-environment", "empty-packages", "packages-list"])
+def test_a_run_without_its_machine_or_packages_is_refused(tmp_path: Path, capsys, field: str,
+                                                          value: object, said: str) -> None:
+    assert said in _refused(tmp_path, capsys, _mps(**{field: value}))
+
+
+@pytest.mark.parametrize("field", ["environment", "packages"])
+def test_a_run_missing_its_machine_or_packages_is_refused(tmp_path: Path, capsys,
+                                                          field: str) -> None:
+    data = _mps()
+    del data[field]
+    assert f"({field} is missing)" in _refused(tmp_path, capsys, data)
+
+
+def test_a_machine_that_names_no_python_or_torch_is_refused(tmp_path: Path, capsys) -> None:
+    data = _mps()
+    del data["environment"]["torch"]
+    assert "(environment.torch is missing)" in _refused(tmp_path, capsys, data)
+
+
+def test_mps_on_a_linux_machine_is_refused(tmp_path: Path, capsys) -> None:
+    """The issue's forgery: a run on Linux relabelled `"device": "mps"`."""
+    data = smoke_json("cpu", root=READY) | {"device": "mps"}
+    data["environment"]["device"] = "mps"
+    err = _refused(tmp_path, capsys, data)
+    assert "device 'mps' on Linux x86_64, which is not macOS on Apple silicon" in err
+
+
+def test_mps_on_an_intel_mac_is_refused(tmp_path: Path, capsys) -> None:
+    data = _mps()
+    data["environment"]["machine"] = "x86_64"
+    assert "device 'mps' on Darwin x86_64, which is not macOS" in _refused(tmp_path, capsys, data)
+
+
+@pytest.mark.parametrize("flag", ["mps_available", "mps_built"])
+def test_mps_where_mps_was_not_available_is_refused(tmp_path: Path, capsys, flag: str) -> None:
+    data = _mps()
+    data["environment"][flag] = False
+    assert "where MPS was not available" in _refused(tmp_path, capsys, data)
+
+
+def test_a_device_other_than_its_environments_is_refused(tmp_path: Path, capsys) -> None:
+    data = _mps()
+    data["environment"]["device"] = "cpu"
+    assert "device 'mps', but its environment says 'cpu'" in _refused(tmp_path, capsys, data)
+
+
+def test_cuda_where_cuda_was_not_available_is_refused(tmp_path: Path, capsys) -> None:
+    data = smoke_json("cuda", root=READY)
+    data["environment"]["cuda_available"] = False
+    assert "device 'cuda' on Linux x86_64 where CUDA was not available" in _refused(
+        tmp_path, capsys, data)
+
+
+# -- checks smoke never writes, statuses that contradict the verdict or the numbers ------------
+
+def test_a_check_smoke_never_writes_is_refused(tmp_path: Path, capsys) -> None:
+    data = _mps()
+    data["checks"].append({"name": "security-audit", "status": "pass", "detail": "all good"})
+    err = _refused(tmp_path, capsys, data)
+    assert "checks[7].name is the string 'security-audit', not one of 'environment'" in err
+
+
+def test_a_check_written_twice_is_refused(tmp_path: Path, capsys) -> None:
+    data = _mps()
+    data["checks"].append(dict(_check(data, "compare")))
+    assert "the check 'compare' twice" in _refused(tmp_path, capsys, data)
+
+
+def test_a_status_smoke_never_writes_is_refused(tmp_path: Path, capsys) -> None:
+    data = _mps()
+    _check(data, "compare")["status"] = "passed"
+    assert "checks[4].status is the string 'passed', not one of 'pass', 'fail', 'warn', " \
+           "'skipped'" in _refused(tmp_path, capsys, data)
+
+
+def test_a_pass_verdict_over_a_failed_check_is_refused(tmp_path: Path, capsys) -> None:
+    data = smoke_json("mps", root=READY, failed={"ops": "aten::foo fell back to the CPU"})
+    data["verdict"] = "pass"
+    assert "verdict 'pass' with the check 'ops' failed" in _refused(tmp_path, capsys, data)
+
+
+def test_a_fail_verdict_with_every_check_passed_is_refused(tmp_path: Path, capsys) -> None:
+    assert "verdict 'fail' with no check failed" in _refused(tmp_path, capsys,
+                                                             _mps(verdict="fail"))
+
+
+def test_a_failed_run_with_its_statuses_flipped_to_pass_is_refused(tmp_path: Path,
+                                                                   capsys) -> None:
+    """A crashed run edited to pass: verdict and every status say pass, but the crash it
+    recorded is still there."""
+    crashed = smoke_json("mps", root=READY, failed={"run": "RuntimeError: boom"})
+    crashed["error"] = {"phase": "run", "error_type": "RuntimeError", "message": "boom",
+                        "location": "train.py:3", "code": "boom()", "innermost": None,
+                        "innermost_code": None, "output_tail": ""}
+    flipped = json.loads(json.dumps(crashed))
+    flipped["verdict"] = "pass"
+    for check in flipped["checks"]:
+        check["status"] = "pass"
+    err = _refused(tmp_path, capsys, flipped)
+    assert "the target crashed ('error' is set), but the check 'run' is 'pass'" in err
+    # Unflipped, it is a failed run, which the report takes as one.
+    code, out, _ = _report(tmp_path, capsys, crashed, "--output-format", "json")
+    assert (code, json.loads(out)["evidence"]) == (0, "smoke-failed")
+
+
+def test_a_passing_compare_whose_difference_exceeds_its_tolerance_is_refused(
+        tmp_path: Path, capsys) -> None:
+    """The compare check writes the most its tolerance allows where the largest difference is
+    (atol + rtol * the output's largest |reference|): a pass above it was not written by it."""
+    words = (f"all 2 outputs match {CUDA_REFERENCE} within tolerance; largest abs diff {{}} "
+             "(logits), at most 2.3e-05 allowed there")
+    honest = smoke_json("mps", root=READY, against=CUDA_REFERENCE,
+                        details={"compare": words.format("1.9e-05")})
+    code, _, err = _report(tmp_path, capsys, honest, "--output-format", "json")
+    assert code == 0, err
+    forged = smoke_json("mps", root=READY, against=CUDA_REFERENCE,
+                        details={"compare": words.format("0.41")})
+    err = _refused(tmp_path, capsys, forged)
+    assert ("the check 'compare' passed with a largest difference of 0.41 (logits), more than "
+            "the 2.3e-05 its tolerance allows") in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_passing_compare_with_no_finite_difference_is_refused(tmp_path: Path, capsys,
+                                                                value: str) -> None:
+    data = smoke_json("mps", root=READY, details={
+        "compare": f"all 2 outputs match the same run on cpu within tolerance; largest abs "
+                   f"diff {value} (logits)"})
+    assert f"passed with a largest difference of {value!r}" in _refused(tmp_path, capsys, data)
+
+
+# -- wrong inner types (issue 44, item 13) -----------------------------------------------------
+
+WRONG_TYPES = [
+    ("hazards", 5, "(hazards is 5, not a list)"),
+    ("hazards", [5], "(hazards[0] is 5, not an object)"),
+    ("hazards", [{"kind": "cpu-op", "count": "many"}],
+     "(hazards[0].count is the string 'many', not a whole number from 0 up)"),
+    ("tolerance", {"rtol": None, "atol": None, "source": "default", "per_output": 5},
+     "(tolerance.per_output is 5, not an object)"),
+    ("tolerance", {"rtol": None, "atol": None, "source": "default",
+                   "per_output": {"logits": {"rtol": "1e-3", "atol": None}}},
+     "(tolerance.per_output.logits.rtol is the string '1e-3', not a finite number from 0 up "
+     "or null)"),
+    ("tolerance", {"rtol": True, "atol": None, "source": "x", "per_output": {}},
+     "(tolerance.rtol is true, not a finite number from 0 up or null)"),
+    ("tolerance", {"rtol": -1e-5, "atol": None, "source": "x", "per_output": {}},
+     "(tolerance.rtol is -1e-05, not a finite number from 0 up or null)"),
+    ("checks", [5], "(checks[0] is 5, not an object)"),
+    ("checks", [{"name": "run", "status": "pass"}], "(checks[0].detail is missing)"),
+    ("ops", {"counts": {"aten::add": "3"}},
+     "(ops.counts['aten::add'] is the string '3', not a whole number from 0 up)"),
+    ("error", "boom", "(error is the string 'boom', not an object)"),
+    ("files", {"train.py": 5}, "(files['train.py'] is 5, not a string (a sha256 in hex))"),
+    ("project", {"name": "ready", "root": "/x", "commit": 7, "dirty": None},
+     "(project.commit is 7, not a string or null)"),
+    ("environment", {"python": 3.12, "os": "Darwin", "machine": "arm64", "torch": "2.13",
+                     "device": "mps"}, "(environment.python is 3.12, not a string)"),
+    ("device", "tpu", "(device is the string 'tpu', not a string (cpu, mps or cuda))"),
+    ("warnings", "careful", "(warnings is the string 'careful', not a list)"),
+]
+
+
+@pytest.mark.parametrize(("field", "value", "said"), WRONG_TYPES,
+                         ids=[f"{field}-{index}" for index, (field, _, _) in
+                              enumerate(WRONG_TYPES)])
+def test_a_field_of_the_wrong_inner_type_is_one_line(tmp_path: Path, capsys, field: str,
+                                                     value: object, said: str) -> None:
+    assert said in _refused(tmp_path, capsys, _mps(**{field: value}))
+
+
+@pytest.mark.parametrize("bare", ["NaN", "Infinity", "-Infinity"])
+def test_a_tolerance_that_is_no_finite_number_is_refused(tmp_path: Path, capsys,
+                                                         bare: str) -> None:
+    """Python's JSON reader takes bare NaN and Infinity; the report must not, nor write them
+    into its own JSON (which would then be no JSON)."""
+    text = json.dumps(_mps(), allow_nan=False).replace('"rtol": 1e-05', f'"rtol": {bare}')
+    assert bare in text
+    err = _refused(tmp_path, capsys, text)
+    assert f"(tolerance.rtol is {bare}, not a finite number from 0 up or null)" in err
+    assert not (tmp_path / "sheet.json").exists()
+
+
+def test_the_json_sheet_is_strict_json(tmp_path: Path, capsys) -> None:
+    code, out, _ = _report(tmp_path, capsys, _mps(), "--output-format", "json")
+    assert code == 0
+    json.loads(out, parse_constant=lambda name: pytest.fail(f"bare {name} in the sheet"))
+
+
+# -- escapes in the evidence, bounded hashing (issue 44, items 8 and 13) -----------------------
+
+ESCAPE = "\x1b]0;pwned\x07\x1b[2J"
+
+
+@pytest.mark.parametrize("output_format", ["text", "markdown"])
+def test_terminal_escapes_in_a_file_name_are_shown_escaped(tmp_path: Path, capsys,
+                                                           output_format: str) -> None:
+    """A file name in the evidence that sets the terminal's title and clears the screen is
+    printed spelled out, as the HTML sheet escapes markup."""
+    data = smoke_json("mps", root=READY, target=f"evil{ESCAPE}.py:step",
+                      files={f"model{ESCAPE}.py": "0" * 64})
+    code, out, err = _report(tmp_path, capsys, data, "--output-format", output_format)
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    assert "model\\x1b]0;pwned\\x07\\x1b[2J.py is gone" in out
+    assert "evil\\x1b]0;pwned" in out
+
+
+def test_one_file_named_many_ways_is_hashed_once(tmp_path: Path, capsys,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "data.bin").write_bytes(b"weights" * 1000)
+    (tmp_path / "sub").mkdir()
+    names = ["data.bin", "./data.bin", "sub/../data.bin", ".//data.bin", "./sub/../data.bin"]
+    data = smoke_json("cpu", files=dict.fromkeys(names, "0" * 64))
+    opened: list[str] = []
+    real = identity.chunks
+
+    def counting(path: Path | str):  # type: ignore[no-untyped-def]
+        opened.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(identity, "chunks", counting)
+    reasons = identity.matches(data, tmp_path)
+    assert opened == [str(tmp_path.resolve() / "data.bin")]
+    assert reasons[-5:] == [f"{name} changed since the run" for name in names]
+
+
+def test_a_list_of_too_many_files_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    files = {f"missing/{index}.py": "0" * 64 for index in range(160_000)}
+    err = _refused(tmp_path, capsys, _mps(files=files))
+    assert "(files holds 160,000 entries, more than the 10,000 a smoke run writes)" in err
+
+
+def test_many_gone_files_are_counted_not_listed(tmp_path: Path) -> None:
+    files = {f"missing/{index}.py": "0" * 64 for index in range(2_000)}
+    reasons = identity.matches(smoke_json("cpu", files=files), tmp_path)
+    assert reasons[-6:] == [*(f"missing/{index}.py is gone" for index in range(5)),
+                            "1,995 more files are gone"]
