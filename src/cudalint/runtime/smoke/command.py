@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from cudalint.runtime.smoke.pipeline import SmokeOptions
     from cudalint.runtime.smoke.reference import Reference
     from cudalint.runtime.smoke.report import SmokeReport
+    from cudalint.runtime.smoke.signals import Held
     from cudalint.runtime.smoke.static import StaticCheck
     from cudalint.runtime.smoke.target import Target, TargetSpec
 
@@ -134,6 +135,10 @@ def main(argv: Sequence[str] | None = None, static: StaticCheck | None = None) -
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse has printed usage and the error
         return exit_.code if isinstance(exit_.code, int) else 2
+    if args.worker_json:  # the parent holds the stopping signals; the target must get them
+        from cudalint.runtime.smoke.signals import release
+
+        release()
     if args.init or args.target is None:
         return _init(args)
     if not _installed("torch"):
@@ -195,7 +200,22 @@ def _in_process(args: argparse.Namespace, static: StaticCheck | None) -> int:
 
 
 def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | None) -> int:
-    """Check what can be checked without the target, then run it all in a child process."""
+    """Check what can be checked without the target, then run it all in a child process,
+    holding SIGTERM, SIGINT and SIGHUP meanwhile (signals.py): one from outside stops the run,
+    which is reported as far as it went, and smoke exits with 128 + its number."""
+    from cudalint.runtime.smoke import signals
+
+    with signals.held() as held:
+        code = _run_isolated(args, argv, static, held)
+    if held is not None and held.stop:
+        print(f"{PROG}: stopped by {held.stop_name}; the target's process group was sent it "
+              "too", file=sys.stderr)
+        return 128 + held.stop
+    return code
+
+
+def _run_isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | None,
+                  held: Held | None) -> int:
     from cudalint.runtime.smoke.target import parse_target
 
     spec = parse_target(args.target)
@@ -204,20 +224,28 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
     _check_reference(args, spec)
     setup = _Setup.of(args, spec)  # a bad [tool.cudalint.smoke] stops us here, before the child
     from cudalint.runtime.smoke.devices import resolve_device
-    from cudalint.runtime.smoke.isolation import run_child
+    from cudalint.runtime.smoke.isolation import ChildResult, run_child
     from cudalint.runtime.smoke.render import render
+
+    def child() -> ChildResult:
+        if held is not None and held.stop:  # stopped already: the second run never starts
+            return ChildResult(None, "", None, held.stop)
+        return run_child(_child_argv(argv), args.timeout, held)
 
     device = resolve_device(args.device)
     pair = None
+    ignored: tuple[str, ...] = ()
     if device.type == "mps":  # the fallback off, then on (fallback_pair)
         from cudalint.runtime.smoke.fallback_pair import pair_section, run_pair
 
-        off, on = run_pair(lambda: run_child(_child_argv(argv), args.timeout))
+        off, on = run_pair(child)
         pair = pair_section(off.data, on.data)
         result = on if args.allow_fallback else off
+        ignored = off.ignored + on.ignored
         sys.stderr.write((on if result is off else off).output)
     else:
-        result = run_child(_child_argv(argv), args.timeout)
+        result = child()
+        ignored = result.ignored
     if result.output:
         sys.stderr.write(result.output)
     data = result.data or {}
@@ -225,6 +253,9 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
         print(data["harness_error"], file=sys.stderr)
         return 2
     report = _report_from(result, args, device)
+    report.warnings += list(ignored)
+    if result.stopped_by is not None and result.data is not None:
+        report.warnings.append(_stopped(result.stopped_by))
     if pair is not None:
         report.extra["fallback_pair"] = pair
     if not report.identity:  # the child died before writing its report
@@ -235,6 +266,13 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
     if args.json:
         _write(report, args.json)
     return 0 if report.verdict == "pass" else 1
+
+
+def _stopped(signum: int) -> str:
+    import signal
+
+    return (f"cudalint smoke was sent {signal.Signals(signum).name} from outside and passed it on "
+            "to the target's process group: the run was stopped")
 
 
 def _child_argv(argv: list[str]) -> list[str]:
@@ -259,6 +297,8 @@ def _report_from(result: ChildResult, args: argparse.Namespace,
     if result.data is not None:
         return SmokeReport.from_dict(result.data)
     error_type, message = death(result, args.timeout)
+    if result.stopped_by is not None:
+        error_type, message = "Stopped", _stopped(result.stopped_by)
     report = SmokeReport(target=args.target, device=str(device),
                          environment=_parent_environment(device))
     report.checks = [Check("run", Status.FAIL, f"{error_type}: {message}")]
