@@ -301,3 +301,15 @@ def test_many_gone_files_are_counted_not_listed(tmp_path: Path) -> None:
     reasons = identity.matches(smoke_json("cpu", files=files), tmp_path)
     assert reasons[-6:] == [*(f"missing/{index}.py is gone" for index in range(5)),
                             "1,995 more files are gone"]
+
+
+@pytest.mark.parametrize("output_format", ["text", "markdown", "html"])
+def test_every_sheet_says_whose_word_a_run_is_and_shows_its_machine(
+        tmp_path: Path, capsys, output_format: str) -> None:
+    from cudalint.report.evidence import MACHINE_NOTE
+
+    code, out, err = _report(tmp_path, capsys, _mps(), "--output-format", output_format)
+    assert code == 0, err
+    assert "Each run is reported by the machine that ran it" in MACHINE_NOTE
+    assert MACHINE_NOTE in out
+    assert "Apple M3 Max, Darwin 15.1 arm64, torch 2.13.0, Python 3.12.4" in out

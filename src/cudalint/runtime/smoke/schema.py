@@ -110,11 +110,10 @@ class MapOf(Shape):
 @dataclass(frozen=True)
 class Record(Shape):
     """An object with named fields: `required` must be there, `optional` may be; any other
-    key is kept unchecked where `open`, refused otherwise."""
+    key is kept unchecked (a section only people read, a field a later version adds)."""
 
     required: Mapping[str, Shape] = field(default_factory=dict)
     optional: Mapping[str, Shape] = field(default_factory=dict)
-    open: bool = True
     nullable: bool = False
     describe = "an object"
 
@@ -132,11 +131,6 @@ class Record(Shape):
         for key, shape in self.optional.items():
             if key in value:
                 shape.check(value[key], _join(where, key))
-        if not self.open:
-            extra = sorted(set(value) - set(self.required) - set(self.optional), key=str)
-            if extra:
-                raise SchemaError(f"{_join(where, str(extra[0]))} is not a field of "
-                                  f"{where or 'the document'}")
 
 
 @dataclass(frozen=True)
