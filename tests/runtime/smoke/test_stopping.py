@@ -22,8 +22,8 @@ from cudalint.runtime.smoke import isolation
 
 from .helpers import check, subprocess_env, target
 
-pytestmark = pytest.mark.skipif(not hasattr(signal, "sigtimedwait"),
-                                reason="smoke holds signals only where sigtimedwait exists")
+held_only = pytest.mark.skipif(not hasattr(signal, "sigtimedwait"),
+                               reason="smoke holds signals only where sigtimedwait exists")
 LIMIT_S = 120
 
 
@@ -41,6 +41,7 @@ def _gone(pid: int) -> bool:
         return True
 
 
+@held_only
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_from_outside_stops_the_target_and_smoke_reports(tmp_path: Path,
                                                                   signum: int) -> None:
@@ -74,6 +75,7 @@ def test_a_signal_from_outside_stops_the_target_and_smoke_reports(tmp_path: Path
     assert "verdict: fail" in stdout
 
 
+@held_only
 def test_a_target_that_signals_its_parent_cannot_end_the_report(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
     smoke = _smoke(target("hostile.py:signals_its_parent"), "--json", str(out))
@@ -120,6 +122,7 @@ def test_output_within_the_limit_is_kept_whole() -> None:
     assert isolation.run_process(command, 60) == (0, "a" * 1000 + "\nb\n")
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="reads Linux's /proc")
 def test_the_run_mark_finds_the_runs_processes() -> None:
     """The sender test: the child, its session, a process with the mark; not another."""
     from cudalint.runtime.smoke.signals import of_the_run
@@ -137,3 +140,29 @@ def test_the_run_mark_finds_the_runs_processes() -> None:
             assert not of_the_run(marked.pid, 1, b"CUDALINT_SMOKE_RUN=other")
         finally:
             marked.kill()
+
+
+def test_without_sigtimedwait_a_handler_stops_and_reports(tmp_path: Path) -> None:
+    """Where signals cannot be held (macOS; here by switching it off), a handler takes them:
+    the run is stopped and reported, exit 128 + n."""
+    pid_file = tmp_path / "pid"
+    out = tmp_path / "run.json"
+    code = ("import sys\nfrom cudalint.runtime.smoke import signals\nsignals.SUPPORTED = False\n"
+            "from cudalint.runtime.smoke.command import main\nraise SystemExit(main(sys.argv[1:]))")
+    smoke = subprocess.Popen([sys.executable, "-c", code, target("hostile.py:waits_for_a_signal"),
+                              "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=subprocess_env(SMOKE_PID_FILE=str(pid_file)),
+                             stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(LIMIT_S * 10):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        smoke.send_signal(signal.SIGTERM)
+        _, stderr = smoke.communicate(timeout=LIMIT_S)
+    finally:
+        smoke.kill()
+    assert smoke.returncode == 143, stderr
+    assert _gone(int(pid_file.read_text()))
+    assert check(json.loads(out.read_text()), "run")["detail"].startswith(
+        "Stopped: cudalint smoke was sent SIGTERM from outside")

@@ -207,7 +207,7 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
 
     with signals.held() as held:
         code = _run_isolated(args, argv, static, held)
-    if held is not None and held.stop:
+    if held.stop:
         print(f"{PROG}: stopped by {held.stop_name}; the target's process group was sent it "
               "too", file=sys.stderr)
         return 128 + held.stop
@@ -215,7 +215,7 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
 
 
 def _run_isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | None,
-                  held: Held | None) -> int:
+                  held: Held) -> int:
     from cudalint.runtime.smoke.target import parse_target
 
     spec = parse_target(args.target)
@@ -228,7 +228,7 @@ def _run_isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck
     from cudalint.runtime.smoke.render import render
 
     def child() -> ChildResult:
-        if held is not None and held.stop:  # stopped already: the second run never starts
+        if held.stop:  # stopped already: the second run never starts
             return ChildResult(None, "", None, held.stop)
         return run_child(_child_argv(argv), args.timeout, held)
 

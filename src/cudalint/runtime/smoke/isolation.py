@@ -123,7 +123,7 @@ def _ended(process: subprocess.Popen[bytes], timeout: float, held: Held | None =
     (a zombie), so that no other process can take its process group's id before _end kills
     the group. With `held`, a stopping signal from outside ends the wait: it is passed on to
     the process's group, which has STOP_GRACE s to end."""
-    if not hasattr(os, "waitid"):  # pragma: no cover (macOS)
+    if held is None and not hasattr(os, "waitid"):  # pragma: no cover (macOS)
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -131,7 +131,7 @@ def _ended(process: subprocess.Popen[bytes], timeout: float, held: Held | None =
         return True
     deadline = time.monotonic() + timeout
     delay = 0.001
-    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+    while _running(process):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
@@ -151,12 +151,19 @@ def _pass_on(process: subprocess.Popen[bytes], signum: int, held: Held,
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signum)
     deadline = time.monotonic() + STOP_GRACE
-    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+    while _running(process):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return
         if held.wait(min(0.02, remaining), process.pid, mark) is not None:
             return
+
+
+def _running(process: subprocess.Popen[bytes]) -> bool:
+    """Whether `process` still runs, left unreaped where the platform can (os.waitid)."""
+    if not hasattr(os, "waitid"):  # pragma: no cover (macOS: reaped)
+        return process.poll() is None
+    return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
 
 
 def _end(process: subprocess.Popen[bytes], mark: str | None) -> None:

@@ -11,8 +11,10 @@ mark) is noted and ignored; any other stops the run.
 
 The signals are blocked from before torch is imported (its threads inherit the mask, so none
 of them takes the signal instead) until the report is written; the worker child unblocks them
-first thing (`release`). Where the platform has no `sigtimedwait` (macOS), nothing is held
-and a signal acts as it always has.
+first thing (`release`). Where the platform has no `sigtimedwait` (macOS), a handler takes
+them instead: any signal stops the run and is reported, the target's own included (a handler
+cannot tell them apart), so that a target signalling its parent still gets its report, as a
+stopped run.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 
 STOPPING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 SUPPORTED = hasattr(signal, "sigtimedwait") and hasattr(signal, "pthread_sigmask")
@@ -34,6 +38,10 @@ class Held:
 
     stop: int | None = None
     ignored: list[str] = field(default_factory=list)
+    # Without sigtimedwait: the signals a handler took, and how many `wait` has returned.
+    by_handler: bool = False
+    taken: list[int] = field(default_factory=list)
+    returned: int = 0
 
     @property
     def stop_name(self) -> str:
@@ -42,6 +50,12 @@ class Held:
     def wait(self, seconds: float, child: int, mark: bytes | None) -> int | None:
         """Wait up to `seconds` for a held signal: the number of one from outside the run
         (recorded in `stop`), None when none came (or only the run's own, noted)."""
+        if self.by_handler:
+            time.sleep(max(seconds, 0.0))  # a handled signal cuts the sleep short
+            if self.returned < len(self.taken):
+                self.returned = len(self.taken)
+                return self.taken[-1]
+            return None
         info = signal.sigtimedwait(STOPPING, max(seconds, 0.0))
         if info is None:
             return None
@@ -55,9 +69,16 @@ class Held:
             self.stop = info.si_signo
         return info.si_signo
 
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        self.taken.append(signum)
+        if self.stop is None:
+            self.stop = signum
+
     def take_pending(self) -> None:
         """Take the held signals that came after the run (while the report was made), so that
         none is delivered when the mask is restored, and note one from outside."""
+        if self.by_handler:
+            return
         while set(STOPPING) & signal.sigpending():
             info = signal.sigtimedwait(STOPPING, 0)
             if info is None:
@@ -67,11 +88,12 @@ class Held:
 
 
 @contextlib.contextmanager
-def held() -> Iterator[Held | None]:
+def held() -> Iterator[Held]:
     """Block STOPPING in this thread (and in every thread started meanwhile) for the block;
-    None where it cannot be done."""
+    where that cannot be done, handle them (`Held.by_handler`)."""
     if not SUPPORTED:
-        yield None
+        with _handled() as state:
+            yield state
         return
     before = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
     state = Held()
@@ -80,6 +102,17 @@ def held() -> Iterator[Held | None]:
     finally:
         state.take_pending()
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+@contextlib.contextmanager
+def _handled() -> Iterator[Held]:
+    state = Held(by_handler=True)
+    before = {signum: signal.signal(signum, state.handle) for signum in STOPPING}
+    try:
+        yield state
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def release() -> None:
