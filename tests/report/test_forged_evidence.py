@@ -246,6 +246,13 @@ def test_a_tolerance_that_is_no_finite_number_is_refused(tmp_path: Path, capsys,
     assert not (tmp_path / "sheet.json").exists()
 
 
+def test_a_number_of_more_digits_than_python_reads_is_one_line(tmp_path: Path,
+                                                                capsys) -> None:
+    text = json.dumps(_mps(ops={"total": 1})).replace('"total": 1', '"total": ' + "9" * 5000)
+    err = _refused(tmp_path, capsys, text)
+    assert "Exceeds the limit (4300 digits)" in err
+
+
 def test_the_json_sheet_is_strict_json(tmp_path: Path, capsys) -> None:
     code, out, _ = _report(tmp_path, capsys, _mps(), "--output-format", "json")
     assert code == 0

@@ -42,8 +42,7 @@ LEAF = schema.Tagged("kind", {
     "tensor": schema.Record(required={**_PATH, "key": schema.STRING, "dtype": schema.STRING},
                             optional={"view_as_real": schema.BOOLEAN}),
     "value": schema.Record(required={**_PATH, "value": schema.AnyOf(
-        (schema.STRING, schema.Leaf("integer"), schema.BOOLEAN, schema.Leaf("string",
-                                                                            nullable=True)),
+        (schema.STRING, schema.Leaf("integer"), schema.BOOLEAN, schema.NULL),
         "a string, a whole number, true, false or null")}),
     "float": schema.Record(required={**_PATH, "value": _parses(float)}),
     "complex": schema.Record(required={**_PATH, "value": _parses(complex)}),

@@ -164,6 +164,16 @@ class AnyOf(Shape):
         raise SchemaError(f"{where} is {_shown(value)}, not {self.describe}")
 
 
+class Null(Shape):
+    """JSON's null, only."""
+
+    describe = "null"
+
+    def check(self, value: object, where: str) -> None:
+        if value is not None:
+            raise SchemaError(f"{where} is {_shown(value)}, not null")
+
+
 class Anything(Shape):
     """Any JSON value, unchecked (a section only people read)."""
 
@@ -172,6 +182,7 @@ class Anything(Shape):
 
 
 ANY = Anything()
+NULL = Null()
 STRING = Leaf("string")
 OPTIONAL_STRING = Leaf("string", nullable=True)
 BOOLEAN = Leaf("boolean")
