@@ -168,6 +168,57 @@ def test_a_failed_run_with_its_statuses_flipped_to_pass_is_refused(tmp_path: Pat
     assert (code, json.loads(out)["evidence"]) == (0, "smoke-failed")
 
 
+FAILURES = {
+    "compare": "2 difference(s) from the same run on cpu: logits: 3 of 8 elements differ beyond "
+               "rtol=1.3e-06, atol=1e-05; max abs diff 0.5 at [0, 1] (0.1 vs 0.6)",
+    "determinism": "repeat 1 with the same seed differs: loss: 0.5 here, 0.25 in the reference",
+    "checkpoint": "torch.save then torch.load(map_location='cpu', weights_only=True) failed: "
+                  "UnpicklingError: Weights only load failed",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAILURES))
+@pytest.mark.parametrize("status", ["pass", "warn"])
+def test_a_failed_check_flipped_to_pass_is_refused(tmp_path: Path, capsys, name: str,
+                                                   status: str) -> None:
+    """A failed check whose status (and the verdict) was edited: its detail still says how it
+    failed, in the check's own words."""
+    failed = smoke_json("mps", root=READY, failed={name: FAILURES[name]})
+    code, out, _ = _report(tmp_path, capsys, failed, "--output-format", "json")
+    assert (code, json.loads(out)["evidence"]) == (0, "smoke-failed")  # as written: a failure
+    _check(failed, name)["status"] = status
+    failed["verdict"] = "pass"
+    err = _refused(tmp_path, capsys, failed)
+    assert f"the check {name!r} is {status!r}, but its detail is a failure's" in err
+
+
+def test_the_failure_words_are_those_the_compare_check_writes() -> None:
+    import torch
+
+    from cudalint.runtime.smoke.checks import reference_check
+    from cudalint.runtime.smoke.compare import Tolerance
+    from cudalint.runtime.smoke.outputs import Leaf
+
+    failed = reference_check([Leaf("x", torch.ones(2))], [Leaf("x", torch.zeros(2))],
+                             Tolerance(), "the same run on cpu")
+    assert failed.status.value == "fail"
+    assert identity.FAILURE_WORDS["compare"].search(failed.detail)
+
+
+def test_an_error_hazard_under_an_ops_check_that_did_not_fail_is_refused(tmp_path: Path,
+                                                                          capsys) -> None:
+    hazard = {"kind": "no-mps-kernel", "severity": "error", "subject": "aten::linalg_eig",
+              "op": "aten::linalg_eig", "dtype": None, "predicted": False, "count": 1,
+              "detail": "raised", "where": []}
+    data = smoke_json("mps", root=READY, hazards=[hazard], failed={"ops": "hazards: ..."})
+    code, _, err = _report(tmp_path, capsys, data, "--output-format", "json")
+    assert code == 0, err
+    _check(data, "ops")["status"] = "pass"
+    data["verdict"] = "pass"
+    assert ("a hazard of severity 'error' (aten::linalg_eig), but the check 'ops' is 'pass'"
+            in _refused(tmp_path, capsys, data))
+
+
 def test_a_passing_compare_whose_difference_exceeds_its_tolerance_is_refused(
         tmp_path: Path, capsys) -> None:
     """The compare check writes the most its tolerance allows where the largest difference is

@@ -34,6 +34,15 @@ _DEVICE_TYPES = ("cpu", "mps", "cuda")
 LARGEST = re.compile(r"largest abs diff (?P<value>[^\s;,]+) \((?P<output>[^)]*)\)"
                      r"(?:, at most (?P<allowed>[^\s;,]+) allowed there)?")
 
+# How a check words its failure (checks.py): a check whose status is pass or warn under such a
+# detail was edited after the run. Wording smoke no longer writes only stops this finding it.
+FAILURE_WORDS = {
+    "compare": re.compile(r"^\d+ difference\(s\) from |^the reference run on cpu crashed"),
+    "determinism": re.compile(r"^repeat \d+ (with the same seed differs|crashed)"),
+    "checkpoint": re.compile(r"^torch\.save then torch\.load\(.*failed|^loaded tensors on |"
+                             r"^reloaded values differ"),
+}
+
 _SHA256 = schema.Leaf("string", test=lambda text: re.fullmatch(r"[0-9a-f]{64}", text) is not None,
                       asks="(a sha256 in hex)")
 _DEVICE = schema.Leaf("string", test=lambda text: text.partition(":")[0] in _DEVICE_TYPES,
@@ -157,6 +166,15 @@ def _status_contradiction(data: dict[str, Any]) -> str | None:
     if data.get("error") and statuses.get("run") != "fail":
         return f"the target crashed ('error' is set), but the check 'run' is " \
                f"{statuses.get('run', 'missing')!r}"
+    for check in data["checks"]:
+        words = FAILURE_WORDS.get(check["name"])
+        if check["status"] != "fail" and words is not None and words.search(check["detail"]):
+            return (f"the check {check['name']!r} is {check['status']!r}, but its detail is a "
+                    f"failure's: {check['detail'][:80]!r}")
+    severe = [h for h in data.get("hazards", []) if h.get("severity") == "error"]
+    if severe and statuses.get("ops") != "fail":
+        return (f"a hazard of severity 'error' ({severe[0].get('subject') or severe[0]['kind']}), "
+                f"but the check 'ops' is {statuses.get('ops', 'missing')!r}")
     compare = next((c for c in data["checks"] if c["name"] == "compare"), None)
     if compare is not None and compare["status"] == "pass":
         return _compare_contradiction(compare["detail"])
