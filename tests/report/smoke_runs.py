@@ -51,6 +51,7 @@ def smoke_json(device: str = "mps", *, failed: dict[str, str] | None = None,
         "environment": {"python": "3.12.4", "os": "Darwin" if on_mac else "Linux",
                         "os_release": "15.1" if on_mac else "6.1", "torch": "2.13.0",
                         "machine": "arm64" if on_mac else "x86_64", "mps_built": on_mac,
+                        "cuda_available": device.startswith("cuda"),
                         "mps_available": on_mac, "device": device,
                         "device_name": "Apple M3 Max" if on_mac else "x86_64",
                         "precision": {"default_dtype": "float32", "autocast": []}},
@@ -87,7 +88,7 @@ def stamp(data: dict[str, Any], root: Path) -> dict[str, Any]:
               "date": "2026-12-01T10:00:00+00:00", "project": identity.project_state(root),
               "files": _files(root), "tolerance": {"rtol": None, "atol": None,
                                                    "source": "default", "per_output": {}},
-              "packages": {}}
+              "packages": {"torch": "2.13.0"}}
     return {**{key: value for key, value in fields.items() if key not in data}, **data}
 
 

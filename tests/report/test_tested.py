@@ -138,3 +138,37 @@ def test_the_table_in_every_format(tmp_path: Path, capsys, with_run: bool) -> No
     assert "## Tested / not tested" in outputs["markdown"]
     assert '<table id="tested-table">' in outputs["html"]
     assert outputs["html"].count('data-column="cuda-reference"') == 5
+
+
+CPU_REFERENCE = ("the reference (cpu (x86_64), torch 2.13.0, Linux, saved "
+                 "2026-11-29T19:15:05+00:00)")
+
+
+def test_a_reference_saved_on_the_cpu_fills_no_cuda_reference_cell() -> None:
+    """Issue 45, item 5: only a reference saved on CUDA answers the CUDA reference column."""
+    mps = run_from_dict(smoke_json("mps", against=CPU_REFERENCE), "smoke-mps.json")
+    assert mps.comparison() is not None and mps.comparison().device == "cpu"  # type: ignore[union-attr]
+    table = what_was_tested([mps])
+    cells = {row.question: row.cells["cuda-reference"] for row in table.rows}
+    assert {question: cell.status for question, cell in cells.items()} == dict.fromkeys(
+        QUESTIONS, "not run")
+    assert cells["metrics reproduce"].detail == "no run compared with a reference saved on CUDA"
+    # The same run against a reference saved on CUDA does fill it.
+    cuda = run_from_dict(smoke_json("mps", against=CUDA_REFERENCE), "smoke-mps.json")
+    assert _statuses(what_was_tested([cuda]))["metrics reproduce"]["cuda-reference"] == "pass"
+
+
+def test_a_check_that_ended_in_warn_answers_its_question() -> None:
+    """Issue 45, item 6: a check that ran and warned (repeats close but not identical, a NaN
+    in an output) ran: its cell is not "not run"."""
+    data = smoke_json("cpu")
+    for check in data["checks"]:
+        if check["name"] in ("run", "checkpoint"):
+            check["status"] = "warn"
+            check["detail"] = f"{check['name']} ran, with a warning"
+    table = what_was_tested([run_from_dict(data, "smoke-cpu.json")])
+    cells = {row.question: row.cells["cpu"] for row in table.rows}
+    assert cells["inference gives output"].status == "pass"
+    assert cells["inference gives output"].detail == "run ran, with a warning"
+    assert cells["the weights load"].status == "pass"
+    assert cells["the weights load"].sources == ("smoke-cpu.json",)

@@ -42,13 +42,17 @@ CHECK_MEANING = {
 # file, or one that is no regular file (a FIFO, a device), is no smoke report.
 MAX_REPORT_SIZE = 16 * 1024 * 1024
 PROTOCOL_CHECKS = ("batch-ramp", "interrupted")
+# Said above every list of runs: whose word a run is.
+MACHINE_NOTE = ("Each run is reported by the machine that ran it: the machine shown is the "
+                "environment smoke recorded there (a file whose environment is missing or "
+                "contradicts its device is refused).")
 
 # How the compare check names a saved reference: "the reference (cuda (NVIDIA H200), torch
 # 2.11.0+cu130, Linux, saved 2026-11-29T19:15:05+00:00)" (reference.Reference.origin).
 _REFERENCE = re.compile(
     r"the reference \((?P<device>[^\s,()]+)(?: \((?P<device_name>[^()]*)\))?, "
     r"torch (?P<torch>[^,]+), (?P<os>[^,]+), saved (?P<saved>[^)]+)\)")
-_LARGEST = re.compile(r"largest abs diff (?P<value>[^\s;]+) \((?P<output>[^)]*)\)")
+_LARGEST = identity.LARGEST
 
 
 class Evidence(str, enum.Enum):
@@ -194,7 +198,7 @@ def load_run(path: Path, root: Path | None = None) -> SmokeRun:
     ValueError (identity.NotASmokeReport, one line) when the file is not one."""
     try:
         data = json.loads(read_regular(path, MAX_REPORT_SIZE).decode("utf-8"))
-    except (ReadError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+    except (ReadError, ValueError, RecursionError) as error:  # ValueError: bad UTF-8 or JSON
         reason = str(error).splitlines()[0]
         raise identity.NotASmokeReport(f"{path}: not a smoke report: {reason}") from error
     data = identity.validate(data, str(path))

@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 
 from cudalint.report.audit import Effort, Item
 from cudalint.report.decision import Decision
+from cudalint.report.evidence import MACHINE_NOTE
 from cudalint.report.pictures import pictures
 from cudalint.report.render import banner, comparisons
 from cudalint.report.tested import FAIL, NOT_RUN, PASS
@@ -109,8 +110,9 @@ def _runs(decision: Decision) -> str:
                      _td(run.machine), _td(run.date or "not recorded"),
                      _td(run.tolerance_text),
                      f'<td data-current="{str(run.current).lower()}">{state}</td>'])
-    return _table("smoke-table", ["file", "target", "device", "result", "machine", "date",
-                                  "tolerance", "describes the project now"], rows)
+    return f'<p class="note">{escape(MACHINE_NOTE)}</p>' + _table(
+        "smoke-table", ["file", "target", "device", "result", "machine", "date", "tolerance",
+                        "describes the project now"], rows)
 
 
 def _comparisons(decision: Decision) -> str:

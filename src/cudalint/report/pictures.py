@@ -134,7 +134,7 @@ def _difference_bar(row: Mapping[str, Any], y: int) -> str:
     atol, rtol = row.get("atol"), row.get("rtol")
     within = bool(row.get("within"))
     colour = _WITHIN if within else _BEYOND
-    value = float(largest) if isinstance(largest, (int, float)) else 0.0
+    value = _difference(largest)
     end = _x(value)
     bar = (f'<rect data-output="{output}" data-within="{str(within).lower()}" '
            f'data-largest="{value:g}" x="{_BAR_LEFT}" y="{y}" width="{round(end - _BAR_LEFT, 1)}"'
@@ -150,6 +150,18 @@ def _difference_bar(row: Mapping[str, Any], y: int) -> str:
             f'{"identical" if value == 0 else f"{value:.2g}"}{" ≤ " if within else " > "}'
             f'{_short_limits(rtol, atol)}</text>')
     return label + bar + tick + text
+
+
+def _difference(largest: object) -> float:
+    """A row's largest difference: a number, or smoke's text for one JSON cannot hold ('inf';
+    a NaN is drawn as the axis's end too); none recorded draws as none."""
+    if isinstance(largest, str):
+        try:
+            value = float(largest)
+        except ValueError:
+            return 0.0
+        return math.inf if math.isnan(value) else value
+    return float(largest) if isinstance(largest, (int, float)) else 0.0
 
 
 def _limits(rtol: object, atol: object) -> str:

@@ -70,3 +70,30 @@ def test_inference_trains_nothing(smoke) -> None:
     assert check(report, "training")["status"] == "skipped"
     assert "training" not in report
     assert code == 0
+
+
+def test_an_optimizer_made_after_another_was_freed_is_a_run_of_its_own() -> None:
+    """The demo's pattern: one-step trainings with throw-away optimizers, then two steps with
+    another. CPython gives a new optimizer a freed one's id; they are not one run of many
+    steps (keyed by id, the demo's loss chart showed 3 steps where its training ran 2)."""
+    import torch
+    from torch import nn
+
+    from cudalint.runtime.smoke.training import TrainingWatch, summary
+
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 4), torch.randint(0, 2, (8,))
+
+    def train(model: nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> None:
+        for _ in range(steps):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+    models = [nn.Linear(4, 2) for _ in range(6)]
+    with TrainingWatch() as watch:
+        for model in models[:5]:  # each optimizer freed as its training returns
+            train(model, torch.optim.AdamW(model.parameters(), lr=0.1), 1)
+        train(models[5], torch.optim.AdamW(models[5].parameters(), lr=0.1), 2)
+    assert sorted(len(run.steps) for run in watch.runs.values()) == [1, 1, 1, 1, 1, 2]
+    assert summary(watch)["steps"] == 2  # type: ignore[index]

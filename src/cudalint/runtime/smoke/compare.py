@@ -240,7 +240,16 @@ def _measured(got: Leaf, want: Leaf, tolerance: Tolerance) -> dict[str, object]:
                    max_abs=None if math.isnan(diff) else diff,
                    max_rel=(diff / abs(want.value) if want.value else None)  # type: ignore[arg-type]
                    if not math.isnan(diff) else None)
+    row.update(max_abs=json_number(row["max_abs"]),  # type: ignore[arg-type]
+               max_rel=json_number(row["max_rel"]))  # type: ignore[arg-type]
     return row
+
+
+def json_number(value: float | None) -> float | str | None:
+    """JSON has no NaN or infinity: those as text ('nan', 'inf', '-inf')."""
+    if value is None or math.isfinite(value):
+        return value
+    return repr(value)
 
 
 def summarize(problems: list[Difference], limit: int = 6) -> str:

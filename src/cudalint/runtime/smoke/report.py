@@ -16,6 +16,10 @@ EXTRA_SECTIONS = ("training", "differences", "elsewhere", "batches", "interrupte
 # the first three lead the JSON, the others follow the run's sections.
 IDENTITY_HEAD = ("schema", "cudalint", "date")
 IDENTITY_TAIL = ("project", "files", "tolerance", "packages")
+# Every check smoke writes, by name (a report naming another was not written by smoke; a test
+# holds this list to the names the harness's Check(...) calls use).
+CHECK_NAMES = ("environment", "transfer", "run", "ops", "training", "compare", "determinism",
+               "checkpoint", "batch-ramp", "interrupted", "killed")
 
 
 class Status(str, enum.Enum):

@@ -16,6 +16,7 @@ per-dtype default for the other). The report records which of the three was used
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,9 @@ def _number(table: Mapping[str, Any], key: str, where: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise problem
     try:
-        return float(value)
+        number = float(value)
     except OverflowError:  # a whole number beyond any float
         raise problem from None
+    if not math.isfinite(number):  # TOML's inf
+        raise problem
+    return number

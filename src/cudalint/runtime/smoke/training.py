@@ -20,6 +20,7 @@ the target's ops.
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from collections.abc import Iterable
@@ -29,7 +30,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from cudalint.runtime.smoke.compare import Tolerance
+from cudalint.runtime.smoke.compare import Tolerance, json_number
 from cudalint.runtime.smoke.report import Check, Status
 
 NAME = "training"
@@ -61,6 +62,11 @@ class TrainingWatch:
 
     def __init__(self) -> None:
         self.runs: dict[int, Run] = {}
+        # Each optimizer's run, by a number of its own: an id alone would join the steps of
+        # an optimizer made after another was freed (the demo's two) into one run.
+        self._keys: weakref.WeakKeyDictionary[torch.optim.Optimizer, int] = \
+            weakref.WeakKeyDictionary()
+        self._made = itertools.count()
         self.backwards = 0
         self._pending: list[float] = []
         self._reached: set[int] = set()
@@ -122,11 +128,14 @@ class TrainingWatch:
     def _record_step(self, optimizer: torch.optim.Optimizer) -> None:
         params = [p for group in optimizer.param_groups for p in group["params"]
                   if isinstance(p, torch.Tensor) and p.requires_grad]
-        run = self.runs.get(id(optimizer))
+        key = self._keys.get(optimizer)
+        if key is None:
+            key = self._keys[optimizer] = next(self._made)
+        run = self.runs.get(key)
         if run is None:
             names, model = self._names(params)
             run = Run(type(optimizer).__name__, [id(p) for p in params], names, model)
-            self.runs[id(optimizer)] = run
+            self.runs[key] = run
         loss = sum(self._pending) / len(self._pending) if self._pending else None
         run.steps.append(Step(loss, {id(p): _grad_state(p.grad) for p in params},
                               self._reached & set(run.params)))
@@ -137,7 +146,8 @@ class TrainingWatch:
         self._safely(self._record_change, optimizer)
 
     def _record_change(self, optimizer: torch.optim.Optimizer) -> None:
-        run = self.runs.get(id(optimizer))
+        key = self._keys.get(optimizer)
+        run = None if key is None else self.runs.get(key)
         if run is None or not run.steps:
             return
         step = run.steps[-1]
@@ -314,13 +324,6 @@ def _names(run: Run, keys: list[int]) -> str:
 
 def _nan(value: float) -> str:
     return "NaN" if math.isnan(value) else "infinite"
-
-
-def json_number(value: float | None) -> float | str | None:
-    """JSON has no NaN or infinity: those as text."""
-    if value is None or math.isfinite(value):
-        return value
-    return repr(value)
 
 
 def losses_of(section: dict[str, Any] | None) -> list[float | None] | None:
