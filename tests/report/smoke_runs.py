@@ -17,7 +17,7 @@ _CHECKS = ("environment", "transfer", "run", "ops", "compare", "determinism", "c
 # As `cudalint smoke --reference` words a comparison with the demo's reference saved on CUDA.
 CUDA_REFERENCE = ("the reference (cuda (NVIDIA H200), torch 2.11.0+cu130, Linux, saved "
                   "2026-11-29T19:15:05+00:00)")
-TOLERANCE = {"rtol": 1e-05, "atol": 1e-06, "source": "--rtol/--atol", "per_output": {}}
+TOLERANCE = {"rtol": 1e-05, "atol": 1e-06, "source": "command line", "per_output": {}}
 
 
 def smoke_json(device: str = "mps", *, failed: dict[str, str] | None = None,
@@ -51,6 +51,7 @@ def smoke_json(device: str = "mps", *, failed: dict[str, str] | None = None,
         "environment": {"python": "3.12.4", "os": "Darwin" if on_mac else "Linux",
                         "os_release": "15.1" if on_mac else "6.1", "torch": "2.13.0",
                         "machine": "arm64" if on_mac else "x86_64", "mps_built": on_mac,
+                        "cuda_available": device.startswith("cuda"),
                         "mps_available": on_mac, "device": device,
                         "device_name": "Apple M3 Max" if on_mac else "x86_64",
                         "precision": {"default_dtype": "float32", "autocast": []}},
@@ -86,8 +87,8 @@ def stamp(data: dict[str, Any], root: Path) -> dict[str, Any]:
     fields = {"schema": identity.SCHEMA, "cudalint": __version__,
               "date": "2026-12-01T10:00:00+00:00", "project": identity.project_state(root),
               "files": _files(root), "tolerance": {"rtol": None, "atol": None,
-                                                   "source": "dtype defaults", "per_output": {}},
-              "packages": {}}
+                                                   "source": "default", "per_output": {}},
+              "packages": {"torch": "2.13.0"}}
     return {**{key: value for key, value in fields.items() if key not in data}, **data}
 
 

@@ -20,7 +20,9 @@ from .smoke_runs import CUDA_REFERENCE, smoke_json
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "report"
 
-MPS_PASS = smoke_json("mps")
+# Its tolerance declared in [tool.cudalint.smoke] and committed before the run.
+MPS_PASS = smoke_json("mps", tolerance={"rtol": 1e-4, "atol": 1e-5, "committed": True,
+                                        "source": "[tool.cudalint.smoke]", "per_output": {}})
 CPU_PASS = smoke_json("cpu", skipped=("compare",))
 MPS_FAIL = smoke_json("mps", failed={"compare": "2 difference(s) from the reference: logits"})
 CPU_FAIL = smoke_json("cpu", failed={"run": "RuntimeError: Found no NVIDIA driver"})

@@ -5,6 +5,8 @@ another project, of another commit or with changed files is shown as stale and n
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -86,14 +88,61 @@ def test_a_run_of_another_project_is_stale(tmp_path: Path, capsys) -> None:
                                          "'ready')"]
 
 
-def test_a_run_of_an_older_commit_is_stale(tmp_path: Path, capsys) -> None:
-    now = identity.project_state(READY)["commit"]
-    if now is None:
-        pytest.skip("the checkout is not a git work tree: there is no commit to compare")
-    run = smoke_json("mps", root=READY, commit="0" * 40)
-    data = _stale_case(tmp_path, capsys, run)
-    assert data["smoke"][0]["stale"] == [f"an older or other commit (000000000000, now "
-                                         f"{now[:12]})"]
+def _git(root: Path, *args: str) -> str:
+    """git in `root`; a missing git fails the test (the dev extra's machines have it)."""
+    done = subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t",
+                           "-c", "commit.gpgsign=false", *args], capture_output=True, text=True,
+                          check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def committed(tmp_path: Path) -> Path:
+    """The ready project, in a git work tree of its own, committed."""
+    root = tmp_path / "ready"
+    shutil.copytree(READY, root)
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-q", "-m", "ready")
+    return root
+
+
+def _stale_in(root: Path, tmp_path: Path, capsys, run: dict[str, object]) -> list[str]:
+    smoke = _write(tmp_path, "smoke-mps.json", run)
+    code, out, err = _report(capsys, str(root), "--smoke", str(smoke), "--output-format", "json")
+    assert code == 0, err
+    [entry] = json.loads(out)["smoke"]
+    return entry["stale"]
+
+
+def test_a_run_of_an_older_commit_is_stale(committed: Path, tmp_path: Path, capsys) -> None:
+    """Issue 45: staleness by commit, in a work tree the test makes (never skipped)."""
+    now = _git(committed, "rev-parse", "HEAD")
+    assert identity.project_state(committed)["commit"] == now
+    current = smoke_json("mps", root=committed)
+    assert _stale_in(committed, tmp_path, capsys, current) == []
+    older = smoke_json("mps", root=committed, commit="0" * 40)
+    assert _stale_in(committed, tmp_path, capsys, older) == [
+        f"an older or other commit (000000000000, now {now[:12]})"]
+
+
+def test_a_file_deleted_since_the_run_makes_it_stale(committed: Path, tmp_path: Path,
+                                                     capsys) -> None:
+    """Issue 45: a file the run used that is gone is no current evidence (not only a FIFO)."""
+    run = smoke_json("mps", root=committed)
+    assert "train.py" in run["files"]
+    (committed / "train.py").unlink()
+    assert _stale_in(committed, tmp_path, capsys, run) == ["train.py is gone"]
+
+
+def test_a_skipped_verdict_is_not_a_smoke_report(tmp_path: Path, capsys) -> None:
+    """Issue 45, item 4: smoke's verdicts are pass and fail; "skipped" once turned the sheet
+    into mps-refused."""
+    fake = _write(tmp_path, "run.json", smoke_json("mps", root=READY) | {"verdict": "skipped"})
+    code, out, err = _report(capsys, str(READY), "--smoke", str(fake))
+    assert (code, out) == (2, "")
+    assert err == (f"cudalint report: error: {fake}: not a smoke report (verdict is the string "
+                   "'skipped', not one of 'pass', 'fail')\n")
 
 
 def test_a_run_whose_files_changed_is_stale(tmp_path: Path, capsys) -> None:

@@ -196,6 +196,11 @@ def test_a_real_cpu_smoke_run_shows_portability(tmp_path: Path, capsys) -> None:
     assert ramp[0]["where"] == str(smoke)
 
 
+def metrics_tolerance(data: dict) -> str:
+    metrics = next(row for row in data["tested"]["rows"] if row["question"] == "metrics reproduce")
+    return metrics["cells"]["cuda-reference"]["tolerance"]
+
+
 REFERENCE = (Path(__file__).parents[2] / "fixtures" / "demo" / "references"
              / "train_step_h200_cuda.safetensors")
 
@@ -223,6 +228,13 @@ def test_a_comparison_with_the_cuda_reference_is_shown(demo: Path, tmp_path: Pat
     assert float(largest) < 1e-4 and comparison["output"]
     tolerance = data["smoke"][0]["tolerance"]
     assert {"rtol", "atol", "source"} <= set(tolerance)
+    # The numbers applied to each output, the per-dtype defaults included, and their source.
+    stated = ("rtol=1.3e-06, atol=1e-05 (loss, logits); defaulted per dtype: no "
+              "[tool.cudalint.smoke] declares one")
+    assert [(row["output"], row["rtol"], row["atol"]) for row in
+            json.loads(smoke.read_text())["differences"]] == [("loss", 1.3e-06, 1e-05),
+                                                               ("logits", 1.3e-06, 1e-05)]
+    assert metrics_tolerance(data) == stated
     metrics = next(row for row in data["tested"]["rows"] if row["question"] == "metrics reproduce")
     assert metrics["cells"]["cuda-reference"]["status"] == "pass"
     assert metrics["cells"]["cpu"]["status"] == "pass"
@@ -241,7 +253,15 @@ def test_a_comparison_with_the_cuda_reference_is_shown(demo: Path, tmp_path: Pat
     text = dom.text_of("comparisons-table")
     assert "cuda (NVIDIA H200), torch 2.11.0+cu130" in text
     assert largest in text and "pass" in text
-    tolerance_text = ("dtype defaults" if tolerance["rtol"] is None and tolerance["atol"] is None
-                      else f"rtol={tolerance['rtol']:g}")
-    assert tolerance_text in text
+    assert stated in text
+    # The pictures: the loss at each of the training check's steps, and each output's largest
+    # difference against its tolerance (within it: green; the H200 reference has no losses).
+    assert dom.ids["loss-chart-0"]["data-steps"] == "2"
+    assert dom.ids["loss-chart-0"]["data-reference"] == "0"
+    bars = {bar["data-output"]: bar for bar in dom.bars["difference-chart-0"]}
+    assert set(bars) == {"loss", "logits"}
+    assert all(bar["data-within"] == "true" and float(str(bar["data-largest"])) < 1e-5
+               for bar in bars.values())
     assert dom.cells["tested-table"]["metrics reproduce (compare)"]["cuda-reference"] == "pass"
+    # The demo's training step trains: its training check answers the row, on the CPU.
+    assert dom.cells["tested-table"]["training updates the weights (training)"]["cpu"] == "pass"

@@ -15,6 +15,7 @@ from cudalint.report.tested import what_was_tested
 from .smoke_runs import CUDA_REFERENCE, smoke_json
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "report"
+COMMAND_LINE = "rtol=1e-05, atol=1e-06 (float32 outputs); given on the command line"
 QUESTIONS = ["the weights load", "inference gives output", "training updates the weights",
              "resume after a save works", "metrics reproduce"]
 
@@ -52,14 +53,32 @@ def test_cells_of_a_cpu_run_against_the_cuda_reference_and_an_mps_run() -> None:
     cells = {row.question: row.cells for row in table.rows}
     reference = cells["metrics reproduce"]["cuda-reference"]
     assert reference.sources == ("smoke-cpu.json",)
-    assert reference.tolerance == "rtol=1e-05, atol=1e-06 (--rtol/--atol)"
+    assert reference.tolerance == COMMAND_LINE
     assert "cuda (NVIDIA H200), torch 2.11.0+cu130" in reference.detail
     assert "5.07e-07 (logits)" in reference.detail
     assert cells["the weights load"]["mps"].text() == (
-        "fail; smoke-mps.json; rtol=1e-05, atol=1e-06 (--rtol/--atol)")
+        "fail; smoke-mps.json; rtol=1e-05, atol=1e-06 (float32 outputs); given on the command "
+        "line")
     assert "outputs saved on cuda (NVIDIA H200)" in cells["inference gives output"][
         "cuda-reference"].detail
-    assert cells["training updates the weights"]["cpu"].detail == "no smoke check tests this yet"
+    assert cells["training updates the weights"]["cpu"].detail == "no `training` check in the run"
+    assert "carries no per-step losses" in cells["training updates the weights"][
+        "cuda-reference"].detail
+
+
+def test_a_training_check_answers_training_on_its_device_and_against_the_reference() -> None:
+    data = smoke_json("cpu", against=CUDA_REFERENCE)
+    data["checks"].append({"name": "training", "status": "pass",
+                           "detail": "2 AdamW step(s) over 14 parameter(s) of ResidualMLP: ..."})
+    data["training"] = {"losses": [2.3, 2.1], "reference_losses": [2.3, 2.1]}
+    failed = smoke_json("cpu")
+    failed["checks"].append({"name": "training", "status": "fail",
+                             "detail": "4 SGD step(s) ...: frozen weights: ..."})
+    statuses = _statuses(what_was_tested([run_from_dict(data, "cpu.json")]))
+    assert statuses["training updates the weights"] == {"cpu": "pass", "mps": "not run",
+                                                        "cuda-reference": "pass"}
+    statuses = _statuses(what_was_tested([run_from_dict(failed, "cpu.json")]))
+    assert statuses["training updates the weights"]["cpu"] == "fail"
 
 
 def test_an_interrupted_run_answers_resume() -> None:
@@ -67,6 +86,18 @@ def test_an_interrupted_run_answers_resume() -> None:
     data["checks"].append({"name": "interrupted", "status": "pass", "detail": "2 steps ..."})
     table = what_was_tested([run_from_dict(data, "cpu.json")])
     assert _statuses(table)["resume after a save works"]["cpu"] == "pass"
+
+
+def test_a_check_asked_for_and_not_run_says_so() -> None:
+    data = smoke_json("cpu")
+    data["checks"].append({"name": "killed", "status": "skipped",
+                           "detail": "train needs `steps` and `checkpoint_dir` parameters"})
+    data["requested"], data["verdict"] = {"killed": "--kill-after 1"}, "fail"
+    row = next(row for row in what_was_tested([run_from_dict(data, "cpu.json")]).rows
+               if row.question == "resume after a save works")
+    assert row.cells["cpu"].status == "not run"
+    assert row.cells["cpu"].detail == ("requested (--kill-after 1) and not run: train needs "
+                                       "`steps` and `checkpoint_dir` parameters")
 
 
 def test_a_cuda_run_gets_its_own_column() -> None:
@@ -90,13 +121,15 @@ def test_the_table_in_every_format(tmp_path: Path, capsys, with_run: bool) -> No
     inference = rows[1]["cells"]["cpu"]
     if with_run:
         assert inference == {"status": "pass", "sources": [str(smoke)],
-                             "tolerance": "rtol=1e-05, atol=1e-06 (--rtol/--atol)",
+                             "tolerance": COMMAND_LINE,
                              "detail": "run ok"}
         line = (f"inference gives output: CPU: pass; {smoke}; rtol=1e-05, atol=1e-06 "
-                "(--rtol/--atol) | MPS: not run | CUDA reference: pass; " + str(smoke))
+                "(float32 outputs); given on the command line | MPS: not run | CUDA reference: "
+                "pass; " + str(smoke))
         assert line in outputs["text"]
         assert (f"| inference gives output | pass; {smoke}; rtol=1e-05, atol=1e-06 "
-                "(--rtol/--atol) | not run | pass; " in outputs["markdown"])
+                "(float32 outputs); given on the command line | not run | pass; "
+                in outputs["markdown"])
     else:
         assert inference["status"] == "not run"
         assert ("inference gives output: CPU: not run | MPS: not run | CUDA reference: not run"
@@ -105,3 +138,37 @@ def test_the_table_in_every_format(tmp_path: Path, capsys, with_run: bool) -> No
     assert "## Tested / not tested" in outputs["markdown"]
     assert '<table id="tested-table">' in outputs["html"]
     assert outputs["html"].count('data-column="cuda-reference"') == 5
+
+
+CPU_REFERENCE = ("the reference (cpu (x86_64), torch 2.13.0, Linux, saved "
+                 "2026-11-29T19:15:05+00:00)")
+
+
+def test_a_reference_saved_on_the_cpu_fills_no_cuda_reference_cell() -> None:
+    """Issue 45, item 5: only a reference saved on CUDA answers the CUDA reference column."""
+    mps = run_from_dict(smoke_json("mps", against=CPU_REFERENCE), "smoke-mps.json")
+    assert mps.comparison() is not None and mps.comparison().device == "cpu"  # type: ignore[union-attr]
+    table = what_was_tested([mps])
+    cells = {row.question: row.cells["cuda-reference"] for row in table.rows}
+    assert {question: cell.status for question, cell in cells.items()} == dict.fromkeys(
+        QUESTIONS, "not run")
+    assert cells["metrics reproduce"].detail == "no run compared with a reference saved on CUDA"
+    # The same run against a reference saved on CUDA does fill it.
+    cuda = run_from_dict(smoke_json("mps", against=CUDA_REFERENCE), "smoke-mps.json")
+    assert _statuses(what_was_tested([cuda]))["metrics reproduce"]["cuda-reference"] == "pass"
+
+
+def test_a_check_that_ended_in_warn_answers_its_question() -> None:
+    """Issue 45, item 6: a check that ran and warned (repeats close but not identical, a NaN
+    in an output) ran: its cell is not "not run"."""
+    data = smoke_json("cpu")
+    for check in data["checks"]:
+        if check["name"] in ("run", "checkpoint"):
+            check["status"] = "warn"
+            check["detail"] = f"{check['name']} ran, with a warning"
+    table = what_was_tested([run_from_dict(data, "smoke-cpu.json")])
+    cells = {row.question: row.cells["cpu"] for row in table.rows}
+    assert cells["inference gives output"].status == "pass"
+    assert cells["inference gives output"].detail == "run ran, with a warning"
+    assert cells["the weights load"].status == "pass"
+    assert cells["the weights load"].sources == ("smoke-cpu.json",)

@@ -16,6 +16,7 @@ from typing import Any
 from cudalint.report.audit import NATIVE_FAMILIES, Audit, Effort, Item
 from cudalint.report.evidence import SmokeRun
 from cudalint.report.project import Project, unknown_project
+from cudalint.runtime.smoke.tolerances import declared_first
 
 _SHOWN = 3
 
@@ -140,10 +141,14 @@ def _outputs_compared(mps: list[SmokeRun], runs: Sequence[SmokeRun]) -> Checklis
             continue
         if comparison.status == "fail":
             return ChecklistItem(title, Status.FAILED, run.failure())
-        return ChecklistItem(title, Status.DONE,
-                             f"smoke {run.target} on mps against {comparison.reference}: "
-                             f"within {run.tolerance_text}, largest abs diff "
-                             f"{comparison.difference} ({run.source})")
+        compared = (f"smoke {run.target} on mps against {comparison.reference}: within "
+                    f"{run.tolerance_text}, largest abs diff {comparison.difference} "
+                    f"({run.source})")
+        if not declared_first(run.tolerance):
+            return ChecklistItem(title, Status.UNCHECKED, f"{compared}; the study's tolerance "
+                                 "is one declared before the run: put it in "
+                                 "[tool.cudalint.smoke] in pyproject.toml, commit, run again")
+        return ChecklistItem(title, Status.DONE, compared)
     elsewhere = [(run, c) for run in runs if (c := run.comparison()) is not None]
     if elsewhere:
         run, comparison = elsewhere[0]

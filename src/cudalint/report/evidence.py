@@ -32,6 +32,8 @@ CHECK_MEANING = {
     "checkpoint": "checkpoints do not reload",
     "batch-ramp": "no batch size fits in memory",
     "interrupted": "a resumed run diverges from an uninterrupted one",
+    "training": "the training does not train (constant or non-finite loss, zero gradients or "
+                "frozen weights)",
     "environment": "the environment is unusable",
 }
 
@@ -40,13 +42,17 @@ CHECK_MEANING = {
 # file, or one that is no regular file (a FIFO, a device), is no smoke report.
 MAX_REPORT_SIZE = 16 * 1024 * 1024
 PROTOCOL_CHECKS = ("batch-ramp", "interrupted")
+# Said above every list of runs: whose word a run is.
+MACHINE_NOTE = ("Each run is reported by the machine that ran it: the machine shown is the "
+                "environment smoke recorded there (a file whose environment is missing or "
+                "contradicts its device is refused).")
 
 # How the compare check names a saved reference: "the reference (cuda (NVIDIA H200), torch
 # 2.11.0+cu130, Linux, saved 2026-11-29T19:15:05+00:00)" (reference.Reference.origin).
 _REFERENCE = re.compile(
     r"the reference \((?P<device>[^\s,()]+)(?: \((?P<device_name>[^()]*)\))?, "
     r"torch (?P<torch>[^,]+), (?P<os>[^,]+), saved (?P<saved>[^)]+)\)")
-_LARGEST = re.compile(r"largest abs diff (?P<value>[^\s;]+) \((?P<output>[^)]*)\)")
+_LARGEST = identity.LARGEST
 
 
 class Evidence(str, enum.Enum):
@@ -111,6 +117,11 @@ class SmokeRun:
     tolerance: dict[str, Any] = field(default_factory=dict)
     saved_reference: str | None = None
     stale: tuple[str, ...] = ()  # why the run does not describe the project as it is now
+    # The training check's steps (`training`: losses, and the reference's) and each compared
+    # output's largest difference against its tolerance (`differences`): for the pictures.
+    training: dict[str, Any] = field(default_factory=dict)
+    differences: tuple[dict[str, Any], ...] = ()
+    requested: dict[str, str] = field(default_factory=dict)  # check -> the option that asked
 
     @property
     def current(self) -> bool:
@@ -139,7 +150,10 @@ class SmokeRun:
 
     @property
     def tolerance_text(self) -> str:
-        return tolerance_text(self.tolerance)
+        """The rtol and atol applied to each output, with numbers, and their source."""
+        from cudalint.runtime.smoke.tolerances import describe
+
+        return describe(self.tolerance, self.differences)
 
     def comparison(self) -> Comparison | None:
         """The compare check, when it compared (passed or failed) with something."""
@@ -179,30 +193,12 @@ class SmokeRun:
                 "comparison": comparison.to_dict() if comparison else None}
 
 
-def tolerance_text(tolerance: dict[str, Any]) -> str:
-    """`rtol=1e-05, atol=1e-08 (source)`; the dtype defaults when none was set."""
-    if not tolerance:
-        return "tolerance not recorded"
-    rtol, atol = tolerance.get("rtol"), tolerance.get("atol")
-    values = ("dtype defaults" if rtol is None and atol is None
-              else f"rtol={_number(rtol)}, atol={_number(atol)}")
-    source = tolerance.get("source")
-    per_output = tolerance.get("per_output") or {}
-    extra = f"; per output: {', '.join(sorted(per_output))}" if per_output else ""
-    return f"{values} ({source}){extra}" if source else values + extra
-
-
-def _number(value: object) -> str:
-    return "default" if value is None else f"{value:g}" if isinstance(value, float) else str(
-        value)
-
-
 def load_run(path: Path, root: Path | None = None) -> SmokeRun:
     """A `cudalint smoke --json` report, compared with the project at `root` when given;
     ValueError (identity.NotASmokeReport, one line) when the file is not one."""
     try:
         data = json.loads(read_regular(path, MAX_REPORT_SIZE).decode("utf-8"))
-    except (ReadError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+    except (ReadError, ValueError, RecursionError) as error:  # ValueError: bad UTF-8 or JSON
         reason = str(error).splitlines()[0]
         raise identity.NotASmokeReport(f"{path}: not a smoke report: {reason}") from error
     data = identity.validate(data, str(path))
@@ -237,6 +233,11 @@ def run_from_dict(data: dict[str, Any], source: str, stale: tuple[str, ...] = ()
         tolerance=data.get("tolerance") or {},
         saved_reference=data.get("saved_reference"),
         stale=stale,
+        training=data["training"] if isinstance(data.get("training"), dict) else {},
+        differences=tuple(item for item in data.get("differences") or ()
+                          if isinstance(item, dict)),
+        requested={str(k): str(v) for k, v in (data.get("requested") or {}).items()}
+        if isinstance(data.get("requested"), dict) else {},
     )
 
 

@@ -1,7 +1,8 @@
 """The decision as one self-contained HTML page for a lab meeting: who and what it is about (the
 project, its commit, the date, cudalint's version, each smoke run's machine), the smoke runs and
-their comparisons, what was and was not tested, inline CSS and SVG charts (findings per family
-by effort, the effort left), where CUDA lives per directory, the checklist, the next steps and
+their comparisons, each run's loss per step and largest difference per output against its
+tolerance, what was and was not tested, inline CSS and SVG charts (findings per family by
+effort, the effort left), where CUDA lives per directory, the checklist, the next steps and
 every finding. No script, no external file; a print stylesheet lays it out on A4."""
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import PurePosixPath
 
 from cudalint.report.audit import Effort, Item
 from cudalint.report.decision import Decision
+from cudalint.report.evidence import MACHINE_NOTE
+from cudalint.report.pictures import pictures
 from cudalint.report.render import banner, comparisons
 from cudalint.report.tested import FAIL, NOT_RUN, PASS
 
@@ -38,12 +41,13 @@ code{background:#f4f4f4;padding:0 .2em}header code{background:rgba(255,255,255,.
 td.pass{color:#2e7d32;font-weight:600}td.fail{color:#c62828;font-weight:600}
 td.not-run{color:#666}.stale{color:#c62828;font-weight:600}
 td small{display:block;color:#555;font-weight:400}
+figure{margin:.5em 0}figcaption{font-weight:600}figure svg{margin-right:1em;vertical-align:top}
 @media print{
 @page{size:A4;margin:14mm 12mm}
 body{font-size:9.5pt;max-width:none;margin:0;padding:0;color:#000}
 header{color:#000;background:none!important;border:2px solid #000}
 header code{background:#eee}
-h2{break-after:avoid}tr,svg{break-inside:avoid}thead{display:table-header-group}
+h2{break-after:avoid}tr,svg,figure{break-inside:avoid}thead{display:table-header-group}
 table{font-size:8.5pt}svg{max-width:100%;height:auto}
 section#findings{break-before:page}
 }
@@ -58,6 +62,7 @@ def to_html(decision: Decision) -> str:
         _header(decision),
         _section("smoke", "Smoke runs", _runs(decision)),
         _section("comparisons", "Comparisons", _comparisons(decision)),
+        _section("pictures", "Training and differences", _pictures(decision)),
         _section("tested", "Tested / not tested", _tested(decision)),
         _section("effort", "Effort left", _effort_chart(decision.effort)
                  + f"<p>{_rich(_fix_sentence(decision))}</p>"),
@@ -105,8 +110,9 @@ def _runs(decision: Decision) -> str:
                      _td(run.machine), _td(run.date or "not recorded"),
                      _td(run.tolerance_text),
                      f'<td data-current="{str(run.current).lower()}">{state}</td>'])
-    return _table("smoke-table", ["file", "target", "device", "result", "machine", "date",
-                                  "tolerance", "describes the project now"], rows)
+    return f'<p class="note">{escape(MACHINE_NOTE)}</p>' + _table(
+        "smoke-table", ["file", "target", "device", "result", "machine", "date", "tolerance",
+                        "describes the project now"], rows)
 
 
 def _comparisons(decision: Decision) -> str:
@@ -120,6 +126,12 @@ def _comparisons(decision: Decision) -> str:
              _td(run.tolerance_text)] for run, c in found]
     return _table("comparisons-table", ["run", "ran on", "reference", "result",
                                         "largest abs diff", "tolerance"], rows)
+
+
+def _pictures(decision: Decision) -> str:
+    drawn = pictures([run for run in decision.runs if run.current])
+    return drawn or ("<p>No current run recorded a training check's losses or its outputs' "
+                     "differences.</p>")
 
 
 _CELL = {PASS: "pass", FAIL: "fail", NOT_RUN: "not-run"}

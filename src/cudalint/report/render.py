@@ -3,19 +3,40 @@
 from __future__ import annotations
 
 import json
+import re
 
 from rich.console import Console
 
 from cudalint.report.audit import Effort
 from cudalint.report.checklist import Status
 from cudalint.report.decision import Decision, Verdict
-from cudalint.report.evidence import Comparison, SmokeRun
+from cudalint.report.evidence import MACHINE_NOTE, Comparison, SmokeRun
 
 _STYLES = {Verdict.MAC_ALLOWED: "green", Verdict.DUAL_TRACK: "yellow", Verdict.REFUSED: "red"}
 _BOXES = {Status.DONE: "[x]", Status.OPEN: "[ ]", Status.FAILED: "[!]", Status.UNCHECKED: "[ ]",
           Status.UNKNOWN: "[?]"}
 _SHOWN = 15
 _EFFORTS = tuple(effort.value for effort in Effort)
+# What a terminal acts on instead of showing: C0 and C1 controls (an escape sequence sets the
+# title or clears the screen), DEL, and the bidirectional overrides that reorder what is shown.
+_UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: str) -> str:
+    """`text` as a terminal shows it, each control character spelled as a Python escape
+    (`\\x1b`): evidence names files and targets that its author chose."""
+    return _UNSHOWN.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"),
+                        text)
+
+
+class _Shown:
+    """A console that prints every line through `shown`, markup off."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def print(self, text: str, style: str | None = None, markup: bool = False) -> None:
+        self.console.print(shown(text), style=style, markup=False)
 
 
 def banner(decision: Decision) -> str:
@@ -46,13 +67,15 @@ def comparison_line(run: SmokeRun, comparison: Comparison) -> str:
             f"{run.tolerance_text}")
 
 
-def print_terminal(decision: Decision, console: Console | None = None) -> None:
-    console = console or Console(highlight=False, soft_wrap=True)
+def print_terminal(decision: Decision, out: Console | None = None) -> None:
+    console = _Shown(out or Console(highlight=False, soft_wrap=True))
     console.print(decision.title, style="bold", markup=False)
     console.print(decision.identity, markup=False)
     console.print(banner(decision), style=f"bold {_STYLES[decision.verdict]}", markup=False)
     console.print(f"Evidence: {decision.evidence.value}: {decision.evidence_note}", markup=False)
     console.print(_effort_line(decision), markup=False)
+    if decision.runs:
+        console.print(MACHINE_NOTE)
     _section(console, "Smoke runs", [run_line(run) for run in decision.runs])
     _section(console, "Comparisons", [comparison_line(*pair) for pair in comparisons(decision)])
     console.print("Tested:")
@@ -78,7 +101,7 @@ def _tested_text(decision: Decision) -> list[str]:
     return lines
 
 
-def _section(console: Console, title: str, lines: list[str], everything: bool = False) -> None:
+def _section(console: _Shown, title: str, lines: list[str], everything: bool = False) -> None:
     if not lines:
         return
     console.print(f"{title}:")
@@ -99,7 +122,8 @@ def _effort_line(decision: Decision) -> str:
 
 
 def to_json(decision: Decision) -> str:
-    return json.dumps(decision.to_dict(), indent=2) + "\n"
+    # allow_nan=False: a NaN would be a bare `NaN`, which is no JSON (evidence holds none).
+    return json.dumps(decision.to_dict(), indent=2, allow_nan=False) + "\n"
 
 
 def to_markdown(decision: Decision) -> str:
@@ -116,8 +140,8 @@ def to_markdown(decision: Decision) -> str:
         "",
     ]
     if decision.runs:
-        lines += ["## Smoke runs", "", "| file | target | device | result | machine | date | "
-                  "tolerance | current |", "|---|---|---|---|---|---|---|---|"]
+        lines += ["## Smoke runs", "", MACHINE_NOTE, "", "| file | target | device | result | "
+                  "machine | date | tolerance | current |", "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {_md(run.source)} | {_md(run.target)} | {run.device} | "
                   f"{'pass' if run.passed else 'fail'} | {_md(run.machine)} | "
                   f"{_md(run.date or '?')} | {_md(run.tolerance_text)} | "
@@ -160,4 +184,4 @@ def _md_list(title: str, entries: list[str]) -> list[str]:
 
 def _md(text: str) -> str:
     """Keep a message's own markup from breaking the page: pipes split tables, `<` opens HTML."""
-    return text.replace("|", "\\|").replace("<", "&lt;")
+    return shown(text).replace("|", "\\|").replace("<", "&lt;")

@@ -6,8 +6,8 @@ Each question is answered by smoke checks (`cudalint smoke`'s check names):
 |---|---|
 | the weights load | `checkpoint` (saved, reloaded on the CPU with `weights_only=True`) |
 | inference gives output | `run` (the target ran and returned outputs) |
-| training updates the weights | none yet: no smoke check tests that a step changes them |
-| resume after a save works | `interrupted` (`--interrupt N`: stopped, saved, resumed) |
+| training updates the weights | `training` (non-zero gradients, weights change, loss goes down) |
+| resume after a save works | `interrupted`, `killed` (`--interrupt N`, `--kill-after N`) |
 | metrics reproduce | `compare` (outputs within tolerance of a reference or of the CPU) |
 
 The columns are CPU, MPS and the CUDA reference (the outputs a run compared with, saved on a
@@ -26,8 +26,8 @@ from cudalint.report.evidence import SmokeRun
 QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the weights load", ("checkpoint",)),
     ("inference gives output", ("run",)),
-    ("training updates the weights", ()),
-    ("resume after a save works", ("interrupted",)),
+    ("training updates the weights", ("training",)),
+    ("resume after a save works", ("interrupted", "killed")),
     ("metrics reproduce", ("compare",)),
 )
 COLUMNS = ("cpu", "mps", "cuda-reference")
@@ -105,7 +105,9 @@ def _device_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
     if not answered:
         if not runs:
             return Cell(NOT_RUN, detail="no smoke run on this device")
-        skipped = [run.details[check] for run in runs for check in checks if check in run.details]
+        skipped = [_skipped(run, check) for run in runs for check in checks
+                   if check in run.details]
+        skipped.sort(key=lambda text: not text.startswith("requested"))
         return Cell(NOT_RUN, tuple(run.source for run in runs),
                     detail=skipped[0] if skipped else f"no `{checks[0]}` check in the run")
     failed = [(run, check) for run, check in answered if run.statuses[check] == "fail"]
@@ -113,6 +115,13 @@ def _device_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
     run, check = chosen[0]
     sources = tuple(dict.fromkeys(r.source for r, _ in chosen))
     return Cell(FAIL if failed else PASS, sources, run.tolerance_text, run.details[check])
+
+
+def _skipped(run: SmokeRun, check: str) -> str:
+    """Why a check did not run; first, that it was asked for (`--kill-after 1`)."""
+    if check in run.requested:
+        return f"requested ({run.requested[check]}) and not run: {run.details[check]}"
+    return run.details[check]
 
 
 def _reference_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
@@ -127,6 +136,8 @@ def _reference_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
         comparison = compared[0][1]
         return Cell(PASS, tuple(dict.fromkeys(run.source for run, _ in compared)),
                     detail=f"outputs saved on {comparison.reference}")
+    if "training" in checks:
+        return _reference_training(compared)
     if "compare" in checks:
         failed = [(run, c) for run, c in compared if c.status == "fail"]
         chosen = failed or compared
@@ -136,3 +147,18 @@ def _reference_cell(checks: tuple[str, ...], runs: list[SmokeRun]) -> Cell:
                     f"{run.device} against {comparison.reference}: largest abs diff "
                     f"{comparison.difference}")
     return Cell(NOT_RUN, detail=_NO_CHECK if not checks else "a reference holds outputs only")
+
+
+def _reference_training(compared: list[tuple[SmokeRun, Any]]) -> Cell:
+    """Training against a reference that carries its per-step losses: the run's training check,
+    which compared its losses with them."""
+    carried = [run for run, _ in compared
+               if run.training.get("reference_losses") and run.statuses.get("training")
+               in ("pass", "warn", "fail")]
+    if not carried:
+        return Cell(NOT_RUN, detail="the reference carries no per-step losses (saved before "
+                                    "cudalint 0.3, or by a target that trains nothing)")
+    failed = [run for run in carried if run.statuses["training"] == "fail"]
+    chosen = failed or carried
+    return Cell(FAIL if failed else PASS, tuple(dict.fromkeys(run.source for run in chosen)),
+                chosen[0].tolerance_text, chosen[0].details["training"])

@@ -20,10 +20,12 @@ def test_healthy_training_step_passes(smoke) -> None:
     assert report["verdict"] == "pass"
     assert report["device"] == "cpu"
     assert [c["name"] for c in report["checks"]] == [
-        "environment", "transfer", "run", "ops", "compare", "determinism", "checkpoint"]
+        "environment", "transfer", "run", "ops", "training", "compare", "determinism",
+        "checkpoint"]
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert statuses == {"environment": "pass", "transfer": "pass", "run": "pass", "ops": "pass",
-                        "compare": "skipped", "determinism": "pass", "checkpoint": "pass"}
+                        "training": "pass", "compare": "skipped", "determinism": "pass",
+                        "checkpoint": "pass"}
     assert "batch_size=4" in check(report, "run")["detail"]
     assert report["hazards"] == []
     # Forward and backward ops of a linear layer were seen.
@@ -102,9 +104,11 @@ def test_saving_skips_the_cpu_comparison_unless_asked(smoke, tmp_path: Path) -> 
     reference = str(tmp_path / "ref.safetensors")
     _, report, _, _ = smoke(target("drifting.py:predict"), "--save-reference", reference)
     assert check(report, "compare")["detail"].startswith("saving a reference")
-    _, report, _, _ = smoke(target("drifting.py:predict"), "--save-reference", reference,
-                            "--reference", "cpu")
+    code, report, _, err = smoke(target("drifting.py:predict"), "--save-reference", reference,
+                                 "--reference", "cpu")
     assert check(report, "compare")["detail"].startswith("the target ran on cpu")
+    # Asked for, and the CPU cannot be compared with itself: not carried out, exit 2.
+    assert code == 2 and "--reference cpu was asked for and not carried out" in err
 
 
 def test_looser_tolerance_accepts_the_drift(

@@ -210,3 +210,40 @@ def test_a_per_output_tolerance_covers_the_outputs_indexed_leaves() -> None:
     want = {"model": {"weight": torch.tensor([1.0])}, "loss": torch.tensor(1.0)}
     assert [d.split(":")[0] for d in _differences(got, want, loose)] == ["loss"]
     assert len(_differences(got, want)) == 2
+
+
+def test_a_passing_compare_states_the_most_its_tolerance_allowed_there() -> None:
+    """The report refuses a pass whose largest difference is above this (issue 39): it must
+    never be below what the comparison really allowed (the output's own tolerance, the largest
+    finite |reference|, an infinity ignored, the looser of two dtypes)."""
+    from cudalint.runtime.smoke.checks import _allowed, reference_check
+    from cudalint.runtime.smoke.identity import LARGEST
+
+    want = torch.tensor([1000.0, -2.0, math.inf])
+    got = torch.tensor([1000.5, -2.0, math.inf])
+    tolerance = Tolerance(per_output={"logits": Tolerance(rtol=1e-3)})
+    check = reference_check([Leaf("logits", got)], [Leaf("logits", want)], tolerance, "cpu")
+    assert check.status.value == "pass", check.detail
+    assert check.detail.endswith("largest abs diff 0.5 (logits), at most 1 allowed there")
+    found = LARGEST.search(check.detail)
+    assert found is not None
+    assert (found["value"], found["output"], found["allowed"]) == ("0.5", "logits", "1")
+    # float16 against float32: float16's rtol (1e-3), not float32's (1.3e-6)
+    allowed = _allowed(torch.tensor([3.0]).half(), torch.tensor([3.001]), Tolerance())
+    assert allowed == pytest.approx(1e-5 + 1e-3 * 3.001)
+    assert _allowed(2.0, 4.0, Tolerance(rtol=0.5, atol=0.0)) == 2.0
+    assert _allowed("a", "a", Tolerance()) is None
+
+
+def test_the_differences_hold_no_number_json_cannot_write() -> None:
+    """An infinite difference (and the NaN its relative difference is) is written as text, as
+    the training's losses are: the smoke file stays JSON and the report reads it."""
+    import json
+
+    from cudalint.runtime.smoke.compare import measure
+
+    rows = measure(flatten({"x": torch.tensor([math.inf, 1.0]), "y": torch.ones(2)}),
+                   flatten({"x": torch.tensor([1.0, math.inf]), "y": torch.ones(2)}), DEFAULT)
+    assert [(row["output"], row["max_abs"], row["max_rel"], row["within"]) for row in rows] == [
+        ("x", "inf", "nan", False), ("y", 0.0, 0.0, True)]
+    json.dumps(rows, allow_nan=False)

@@ -115,7 +115,7 @@ def test_on_a_mac_the_run_is_a_pair(tmp_path: Path, capsys: pytest.CaptureFixtur
                                     code: int, verdict: str) -> None:
     seen: list[str | None] = []
 
-    def child(argv: list[str], timeout: float) -> isolation.ChildResult:
+    def child(argv: list[str], timeout: float, held: object = None) -> isolation.ChildResult:
         seen.append(os.environ.get(VARIABLE))
         return isolation.ChildResult(0, "", _child_report(os.environ[VARIABLE]))
 
@@ -142,7 +142,7 @@ def test_off_a_mac_the_run_is_single(tmp_path: Path, capsys: pytest.CaptureFixtu
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
 
-    def child(argv: list[str], timeout: float) -> isolation.ChildResult:
+    def child(argv: list[str], timeout: float, held: object = None) -> isolation.ChildResult:
         calls.append(argv)
         return isolation.ChildResult(0, "", _child_report("1") | {"device": "cpu"})
 

@@ -103,7 +103,7 @@ def test_an_isolated_cpu_run_carries_every_required_field(
     assert data["files"] == {"net.py": _sha256(project / "net.py"),
                              "smoke_target.py": _sha256(project / "smoke_target.py")}
     assert data["tolerance"] == {"rtol": None, "atol": None, "source": "default",
-                                 "per_output": {}}
+                                 "per_output": {}, "float32": {"rtol": 1.3e-06, "atol": 1e-05}}
     packages = data["packages"]
     assert packages["torch"] == torch.__version__
     assert packages["numpy"] == numpy.__version__
@@ -158,13 +158,18 @@ def test_the_pyproject_tolerance_is_used_and_recorded(project: Path, smoke,
     code, report, _, _ = smoke(*run)
     assert code == 0, check(report, "compare")
     assert report["tolerance"] == {"rtol": 1e-4, "atol": None, "source": "[tool.cudalint.smoke]",
-                                   "per_output": {"loss": {"rtol": None, "atol": 0.5}}}
+                                   "per_output": {"loss": {"rtol": None, "atol": 0.5}},
+                                   "float32": {"rtol": 1e-4, "atol": 1e-05},
+                                   "committed": False}  # appended after the commit
+    # The numbers applied to each output: the loss's own atol, the table's rtol.
+    assert [(d["output"], d["rtol"], d["atol"], d["within"]) for d in report["differences"]] == [
+        ("loss", 1e-4, 0.5, True), ("weight", 1e-4, 1e-05, True)]
 
     # The command line replaces the whole table, the per-output entries with it.
     code, report, _, _ = smoke(*run, "--rtol", "1e-3")
     assert code == 1
     assert report["tolerance"] == {"rtol": 1e-3, "atol": None, "source": "command line",
-                                   "per_output": {}}
+                                   "per_output": {}, "float32": {"rtol": 1e-3, "atol": 1e-05}}
     code, report, _, _ = smoke(*run, "--atol", "0.3")
     assert code == 0
     assert report["tolerance"]["source"] == "command line"

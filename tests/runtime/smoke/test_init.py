@@ -5,6 +5,7 @@ to go on, or an input that does not fit, stops the run naming the line to edit."
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -49,7 +50,7 @@ def test_the_demos_target_runs_and_marks_its_guesses(
     code, out, err = _init(capsys, str(written))
     assert (code, err) == (0, ""), err
     assert out.startswith(f"wrote {written} from ResidualMLP (model.py:21), AdamW (train.py:45)"
-                          ", CrossEntropyLoss (train.py:47): 9 guess(es)")
+                          ", CrossEntropyLoss (train.py:57): 9 guess(es)")
     text = written.read_text()
     assert "from model import ResidualMLP  # model.py:21" in text
     # The constructor's arguments, from config.yaml; the input from the first layer.
@@ -58,14 +59,18 @@ def test_the_demos_target_runs_and_marks_its_guesses(
         assert _guessed(text, line) and f"# GUESS: confirm {source}" in text
     assert _guessed(text, "return torch.randn(batch_size, 32)")
     assert _guessed(text, "optimizer = torch.optim.AdamW(model.parameters(), lr=0.001)")
-    assert _guessed(text, "loss_fn = nn.CrossEntropyLoss()")
+    # The loss as train.py computes it: its criterion called on the model's output.
+    assert ("# GUESS: confirm the loss as train.py:57 computes it: `loss = loss_fn(model("
+            "features), labels)`\n    output = _main_output(_run(model, inputs))\n    return "
+            "nn.CrossEntropyLoss()(output, targets)\n") in text
     assert "train.py:71: `torch.save(" in text  # the project's own checkpoint save
 
     code, report, _, err = smoke(f"{written}:train_step")
     assert code == 0 and report is not None, err
     assert check(report, "run")["status"] == "pass"
+    assert _trains(report, "ResidualMLP")
     assert check(report, "checkpoint")["status"] == "pass"
-    assert report["checks"][2]["detail"].startswith("train_step(cpu) returned 23 output(s)")
+    assert check(report, "run")["detail"].startswith("train_step(cpu) returned 23 output(s)")
     code, report, _, err = smoke(f"{written}:train_steps", "--interrupt", "1")
     assert code == 0 and check(report, "interrupted")["status"] == "pass", err
 
@@ -86,10 +91,41 @@ def test_a_script_that_trains_at_import_is_read_not_imported(
     assert _guessed(text, "return torch.randn(batch_size, 1, 32, 32)")  # Conv2d(channels, ...)
     assert _guessed(text, "optimizer = torch.optim.SGD(model.parameters(), lr=0.05, "
                           "momentum=0.9)")
+    assert "    return nn.CrossEntropyLoss()(output, targets)\n" in text
     code, report, _, err = smoke(f"{written}:train_step")
     assert code == 0 and report is not None and report["verdict"] == "pass", err
+    assert _trains(report, "ConvNet")
     code, report, _, err = smoke(f"{written}:forward")
     assert code == 0 and report is not None and report["verdict"] == "pass", err
+
+
+def test_a_gpt_script_trains_with_the_loss_its_model_returns(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        smoke: Callable[..., tuple[int, dict | None, str, str]]) -> None:
+    """(B, T, V) logits in training, (B, 1, V) in generation: the loss is the one forward
+    returns from model(x, y), never one made up from an output's shape (one class: 0)."""
+    project = _copy("gpt_script", tmp_path)
+    written = project / "smoke_target.py"
+    assert _init(capsys, str(written))[0] == 0
+    text = written.read_text()
+    assert "from train import" not in text and "class GPT(nn.Module):" in text
+    assert _guessed(text, "return _run(model, inputs, targets)[1]")
+    assert ("# GUESS: confirm the loss GPT returns from forward(..., targets) (train.py:58: "
+            "`return logits, loss`)") in text
+    assert _guessed(text, "return inputs.roll(-1, dims=-1)")  # the next token
+    assert _guessed(text, "optimizer = torch.optim.AdamW(model.parameters(), lr=0.0003)")
+    code, report, _, err = smoke(f"{written}:train_step")
+    assert code == 0 and report is not None and report["verdict"] == "pass", err
+    assert _trains(report, "GPT")
+
+
+def _trains(report: dict, model: str) -> bool:
+    """The training check passed: four steps of the model, the loss down at each."""
+    training = check(report, "training")
+    losses = report["training"]["losses"]
+    assert training["status"] == "pass", training
+    assert training["detail"].startswith("4 ") and f" of {model}: loss " in training["detail"]
+    return all(later < earlier for earlier, later in itertools.pairwise(losses))
 
 
 def _project(tmp_path: Path, model_source: str) -> Path:
@@ -117,7 +153,7 @@ def test_an_argument_it_cannot_guess_stops_the_run_at_its_line(
         "    def forward(self, x):\n"
         "        return self.fc(x)\n"))
     code, out, _ = _init(capsys, str(written))
-    assert code == 0 and ", 1 with nothing to go on;" in out
+    assert code == 0 and ", 3 with nothing to go on;" in out  # the argument, the loss, its targets
     code, report, _, _ = smoke(f"{written}:forward")
     assert code == 1 and report is not None
     line = _failed_line(report, written)
@@ -199,8 +235,15 @@ def test_a_layer_sized_by_a_defaulted_argument_takes_the_default(
     text = written.read_text()
     assert _guessed(text, "return torch.randint(0, 100, (batch_size, 16))")  # token ids
     assert "return Encoder()" in text  # no argument to guess
-    code, report, _, err = smoke(f"{written}:train_step")
+    code, report, _, err = smoke(f"{written}:forward")
     assert code == 0 and report is not None and report["verdict"] == "pass", err
+    # No loss in the project: the training stops at the line to edit, never trains on a guess.
+    code, report, _, err = smoke(f"{written}:train_step")
+    assert code == 1 and report is not None
+    assert _failed_line(report, written).strip().startswith("return _edit(\"make the targets "
+                                                            "of the project's loss (none found")
+    assert "return _edit('the loss: none found in the project: compute it as your training " \
+           "does')" in text
 
 
 @pytest.mark.parametrize("name", ["pipe.py", "settings.yaml"])
@@ -218,3 +261,40 @@ def test_a_fifo_in_the_project_is_never_opened(tmp_path: Path, name: str) -> Non
     assert done.returncode == 0, done.stderr
     assert "class ResidualMLP" not in (project / "gen.py").read_text()
     assert "ResidualMLP(" in (project / "gen.py").read_text()
+
+
+def test_a_loss_call_is_copied_with_its_reshapes(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The project's own call, its output and target renamed; class indices over the last
+    dimension, which its reshape makes the classes (never dimension 1 of a (B, T, V) output)."""
+    written = _project(tmp_path, (
+        "import torch.nn.functional as F\n\n\n"
+        "class Tagger(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.embed = nn.Embedding(50, 8)\n\n"
+        "    def forward(self, tokens):\n"
+        "        return self.embed(tokens)\n\n\n"
+        "def step(model, tokens, tags):\n"
+        "    logits = model(tokens)\n"
+        "    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tags.flatten(),\n"
+        "                           label_smoothing=0.1)\n"))
+    assert _init(capsys, str(written))[0] == 0
+    text = written.read_text()
+    assert ("    return nn.functional.cross_entropy(output.reshape(-1, output.shape[-1]), "
+            "targets.flatten(), label_smoothing=0.1)\n") in text
+    assert _guessed(text, "return torch.randint(0, output.shape[-1], output.shape[:-1])")
+
+
+def test_it_proposes_the_tolerance_to_declare_until_there_is_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    written = _project(tmp_path, "class Net(nn.Module):\n    pass\n")
+    code, out, _ = _init(capsys, str(written))
+    proposal = out.split("\n", 1)[1]
+    assert code == 0 and proposal.startswith(
+        f"no tolerance is declared: decide it before the first run, add it to "
+        f"{tmp_path / 'pyproject.toml'} and commit it:\n[tool.cudalint.smoke]\nrtol = 1e-4")
+    with (tmp_path / "pyproject.toml").open("a") as pyproject:
+        pyproject.write(proposal.split(":\n", 1)[1] + "\n")
+    code, out, _ = _init(capsys, str(written), "--force")
+    assert code == 0 and "\n" not in out.strip()  # declared: nothing more to propose

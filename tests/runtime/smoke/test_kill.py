@@ -41,7 +41,12 @@ def test_too_few_steps_and_a_target_without_the_parameters(smoke) -> None:
     code, report, _, _ = smoke(target("checkpointing.py:one_step"), "--kill-after", "2")
     assert code == 1
     assert "returned after fewer than 3 optimizer steps" in check(report, "killed")["detail"]
-    code, report, _, _ = smoke(target("resumable.py:train"), "--kill-after", "1")
-    assert code == 0
+    code, report, _, err = smoke(target("resumable.py:train"), "--kill-after", "1")
+    # Asked for and not carried out: exit 2, the verdict is not pass, the check says why.
+    assert code == 2
+    assert report["verdict"] == "fail" and report["requested"] == {"killed": "--kill-after 1"}
     assert check(report, "killed")["status"] == "skipped"
     assert "needs `steps` and `checkpoint_dir`" in check(report, "killed")["detail"]
+    assert err.splitlines()[-1].startswith(
+        "cudalint smoke: error: --kill-after 1 was asked for and not carried out: train needs "
+        "`steps` and `checkpoint_dir`")

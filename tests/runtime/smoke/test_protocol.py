@@ -50,6 +50,7 @@ def test_batch_ramp_crash_and_missing_parameter(smoke) -> None:
     assert check(report, "batch-ramp")["detail"].startswith("batch size 8 crashed: RuntimeError")
     assert [b["batch_size"] for b in report["batches"]] == [1, 8]
     code, report, _, _ = smoke(target("healthy.py:trained_model"), "--batch-sizes", "1,8")
+    assert code == 2 and report["verdict"] == "fail"
     assert check(report, "batch-ramp")["status"] == "skipped"
     assert "takes no batch_size parameter" in check(report, "batch-ramp")["detail"]
 
@@ -79,7 +80,8 @@ def test_a_resume_that_loses_state_fails(smoke, monkeypatch) -> None:
 
 
 def test_interrupt_needs_steps_and_resume(smoke) -> None:
-    _, report, _, _ = smoke(target("healthy.py:train_step"), "--interrupt", "1")
+    code, report, _, _ = smoke(target("healthy.py:train_step"), "--interrupt", "1")
+    assert code == 2 and report["verdict"] == "fail"
     assert check(report, "interrupted")["status"] == "skipped"
     assert "missing: resume, steps" in check(report, "interrupted")["detail"]
 

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from cudalint.runtime.smoke.pipeline import SmokeOptions
     from cudalint.runtime.smoke.reference import Reference
     from cudalint.runtime.smoke.report import SmokeReport
+    from cudalint.runtime.smoke.signals import Held
     from cudalint.runtime.smoke.static import StaticCheck
     from cudalint.runtime.smoke.target import Target, TargetSpec
 
@@ -57,8 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "reference) or with outputs saved by --save-reference")
     parser.add_argument("--save-reference", type=Path, metavar="PATH",
                         help="save this run's outputs, e.g. on the CUDA server")
-    parser.add_argument("--rtol", type=float, help="relative tolerance (default: per dtype)")
-    parser.add_argument("--atol", type=float, help="absolute tolerance (default: per dtype)")
+    parser.add_argument("--rtol", type=_tolerance,
+                        help="relative tolerance (default: per dtype)")
+    parser.add_argument("--atol", type=_tolerance,
+                        help="absolute tolerance (default: per dtype)")
     parser.add_argument("--repeat", type=_count, default=0, metavar="N",
                         help="run N more times with the same seed to check determinism")
     parser.add_argument("--json", metavar="PATH", help="also write the report as JSON ('-': "
@@ -72,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also run N steps, checkpoint, resume in a fresh process for N more "
                              "and compare with 2N steps in one go (the target takes steps and "
                              "resume)")
-    parser.add_argument("--kill-after", type=_count, default=0, metavar="N",
+    parser.add_argument("--kill-after", type=_steps, default=0, metavar="N",
                         help="also kill the training with SIGKILL during step N+1, restart it "
                              "from the checkpoint its own save code wrote and compare with an "
                              "uninterrupted run (the target takes steps and checkpoint_dir)")
@@ -102,6 +106,20 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _tolerance(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError("must be a finite number from 0 up")
+    return value
+
+
+def _steps(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more (the steps before the kill)")
+    return value
+
+
 def _count(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -117,6 +135,10 @@ def main(argv: Sequence[str] | None = None, static: StaticCheck | None = None) -
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse has printed usage and the error
         return exit_.code if isinstance(exit_.code, int) else 2
+    if args.worker_json:  # the parent holds the stopping signals; the target must get them
+        from cudalint.runtime.smoke.signals import release
+
+        release()
     if args.init or args.target is None:
         return _init(args)
     if not _installed("torch"):
@@ -178,7 +200,22 @@ def _in_process(args: argparse.Namespace, static: StaticCheck | None) -> int:
 
 
 def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | None) -> int:
-    """Check what can be checked without the target, then run it all in a child process."""
+    """Check what can be checked without the target, then run it all in a child process,
+    holding SIGTERM, SIGINT and SIGHUP meanwhile (signals.py): one from outside stops the run,
+    which is reported as far as it went, and smoke exits with 128 + its number."""
+    from cudalint.runtime.smoke import signals
+
+    with signals.held() as held:
+        code = _run_isolated(args, argv, static, held)
+    if held.stop:
+        print(f"{PROG}: stopped by {held.stop_name}; the target's process group was sent it "
+              "too", file=sys.stderr)
+        return 128 + held.stop
+    return code
+
+
+def _run_isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | None,
+                  held: Held) -> int:
     from cudalint.runtime.smoke.target import parse_target
 
     spec = parse_target(args.target)
@@ -187,20 +224,27 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
     _check_reference(args, spec)
     setup = _Setup.of(args, spec)  # a bad [tool.cudalint.smoke] stops us here, before the child
     from cudalint.runtime.smoke.devices import resolve_device
-    from cudalint.runtime.smoke.isolation import run_child
-    from cudalint.runtime.smoke.render import render
+    from cudalint.runtime.smoke.isolation import ChildResult, run_child
+
+    def child() -> ChildResult:
+        if held.stop:  # stopped already: the second run never starts
+            return ChildResult(None, "", None, held.stop)
+        return run_child(_child_argv(argv), args.timeout, held)
 
     device = resolve_device(args.device)
     pair = None
+    ignored: tuple[str, ...] = ()
     if device.type == "mps":  # the fallback off, then on (fallback_pair)
         from cudalint.runtime.smoke.fallback_pair import pair_section, run_pair
 
-        off, on = run_pair(lambda: run_child(_child_argv(argv), args.timeout))
+        off, on = run_pair(child)
         pair = pair_section(off.data, on.data)
         result = on if args.allow_fallback else off
+        ignored = off.ignored + on.ignored
         sys.stderr.write((on if result is off else off).output)
     else:
-        result = run_child(_child_argv(argv), args.timeout)
+        result = child()
+        ignored = result.ignored
     if result.output:
         sys.stderr.write(result.output)
     data = result.data or {}
@@ -208,16 +252,37 @@ def _isolated(args: argparse.Namespace, argv: list[str], static: StaticCheck | N
         print(data["harness_error"], file=sys.stderr)
         return 2
     report = _report_from(result, args, device)
+    report.warnings += list(ignored)
+    if result.stopped_by is not None and result.data is not None:
+        report.warnings.append(_stopped(result.stopped_by))
     if pair is not None:
         report.extra["fallback_pair"] = pair
     if not report.identity:  # the child died before writing its report
         report.identity = setup.stamp([Path(spec.location)] if spec.is_file else [])
-    _add_static(report, setup.root, static)
+    _add_static(report, setup.root, static, spec)
+    return _finish(report, args)
+
+
+def _finish(report: SmokeReport, args: argparse.Namespace) -> int:
+    """Show and write the report; its exit code, with a line for each check asked for and not
+    carried out."""
+    from cudalint.runtime.smoke.render import render
+
     if args.json != "-":
         render(report)
     if args.json:
         _write(report, args.json)
-    return 0 if report.verdict == "pass" else 1
+    for option, why in report.unmet:
+        print(f"{PROG}: error: {option} was asked for and not carried out: {why}",
+              file=sys.stderr)
+    return report.exit_code
+
+
+def _stopped(signum: int) -> str:
+    import signal
+
+    return (f"cudalint smoke was sent {signal.Signals(signum).name} from outside and passed it on "
+            "to the target's process group: the run was stopped")
 
 
 def _child_argv(argv: list[str]) -> list[str]:
@@ -242,14 +307,26 @@ def _report_from(result: ChildResult, args: argparse.Namespace,
     if result.data is not None:
         return SmokeReport.from_dict(result.data)
     error_type, message = death(result, args.timeout)
-    report = SmokeReport(target=args.target, device=str(device))
+    if result.stopped_by is not None:
+        error_type, message = "Stopped", _stopped(result.stopped_by)
+    report = SmokeReport(target=args.target, device=str(device), requested=requested(args),
+                         environment=_parent_environment(device))
     report.checks = [Check("run", Status.FAIL, f"{error_type}: {message}")]
     report.checks += [Check(name, Status.SKIPPED, "the target did not finish")
-                      for name in ("compare", "determinism", "checkpoint")]
+                      for name in ("training", "compare", "determinism", "checkpoint")]
     report.error = {"phase": "run", "error_type": error_type, "message": message,
                     "location": None, "code": None, "innermost": None, "innermost_code": None,
                     "output_tail": result.tail()}
     return report
+
+
+def _parent_environment(device: torch.device) -> dict[str, object]:
+    """The machine, as this process sees it, for a report the child did not write: a report
+    names the machine that ran it."""
+    from cudalint.runtime.smoke.environment import FALLBACK_VAR, TorchImportWatch, collect
+
+    return collect(device, TorchImportWatch(already_imported=True,
+                                            at_start=os.environ.get(FALLBACK_VAR)))
 
 
 def _write(report: SmokeReport, path: str) -> None:
@@ -308,36 +385,40 @@ def _run(args: argparse.Namespace, watch: TorchImportWatch, static: StaticCheck 
         from cudalint.runtime.smoke.pipeline import run_smoke
     except ImportError:
         raise HarnessError("torch is not installed; pip install 'cudalint[smoke]'") from None
-    from cudalint.runtime.smoke.render import render
 
     with contextlib.redirect_stdout(sys.stderr):
         report = run_smoke(loaded, _options(args, spec, setup.tolerance), args.target, watch)
     report.identity = setup.stamp(_used_files(spec, before))
     if args.worker_json:
         _write(report, args.worker_json)
-        return 0 if report.verdict == "pass" else 1
-    _add_static(report, setup.root, static)
-    if args.json != "-":
-        render(report)
-    if args.json:
-        _write(report, args.json)
-    return 0 if report.verdict == "pass" else 1
+        return report.exit_code
+    _add_static(report, setup.root, static, spec)
+    return _finish(report, args)
 
 
-def _add_static(report: SmokeReport, root: Path, static: StaticCheck | None) -> None:
-    """Join the static check's findings in the files the run used to the report's hazards."""
+def _add_static(report: SmokeReport, root: Path, static: StaticCheck | None,
+                spec: TargetSpec) -> None:
+    """Join the static check's findings in the code the target can reach (in the files the run
+    used) to the report's hazards; those elsewhere in those files are only counted."""
     if static is None:
         return
+    from cudalint.runtime.smoke.reach import within_reach
     from cudalint.runtime.smoke.static import with_static
 
-    files = [root / name for name in report.identity.get("files") or {}]
+    named = {name: root / name for name in report.identity.get("files") or {}}
     try:
-        findings = static(root, files)
+        findings = static(root, list(named.values()))
     except Exception as exc:  # the run's own report stands without the static side
-        report.warnings.append(f"the static check of {len(files)} file(s) failed: "
+        report.warnings.append(f"the static check of {len(named)} file(s) failed: "
                                f"{type(exc).__name__}: {exc}")
         return
-    report.hazards = with_static(report.hazards, findings)
+    reached, elsewhere = within_reach(findings, named, spec)
+    report.hazards = with_static(report.hazards, reached)
+    if elsewhere:
+        report.extra["elsewhere"] = {
+            "findings": len(elsewhere),
+            "detail": "cudalint check's MPS findings in code of these files that the target "
+                      "cannot reach (other functions): not this run's hazards"}
 
 
 class _Setup:
@@ -358,7 +439,7 @@ class _Setup:
         from cudalint.runtime.smoke.identity import stamp
         from cudalint.runtime.smoke.settings import tolerance_record
 
-        return stamp(self.root, files, tolerance_record(self.tolerance, self.source))
+        return stamp(self.root, files, tolerance_record(self.tolerance, self.source, self.root))
 
 
 def _used_files(spec: TargetSpec, before: set[str]) -> list[Path]:
@@ -398,7 +479,22 @@ def _options(args: argparse.Namespace, spec: TargetSpec,
         batch_sizes=args.batch_sizes,
         interrupt=args.interrupt,
         kill_after=args.kill_after,
+        requested=tuple(requested(args).items()),
     )
+
+
+def requested(args: argparse.Namespace) -> dict[str, str]:
+    """The checks the command line asks for, by check name, with the option as given: each
+    must run, or the run exits 2."""
+    asked = {
+        "compare": f"--reference {args.reference}" if args.reference else "",
+        "determinism": f"--repeat {args.repeat}" if args.repeat else "",
+        "batch-ramp": ("--batch-sizes " + ",".join(map(str, args.batch_sizes))
+                       if args.batch_sizes else ""),
+        "interrupted": f"--interrupt {args.interrupt}" if args.interrupt else "",
+        "killed": f"--kill-after {args.kill_after}" if args.kill_after else "",
+    }
+    return {name: option for name, option in asked.items() if option}
 
 
 def _reference(path: Path, spec: TargetSpec) -> Reference:

@@ -205,6 +205,53 @@ def _both_nan(got: complex, want: complex) -> bool:
     return cmath.isnan(got) and cmath.isnan(want)
 
 
+def measure(actual: list[Leaf], expected: list[Leaf],
+            tolerance: Tolerance) -> list[dict[str, object]]:
+    """Each output both sides have: the rtol and atol applied to it (numbers, the per-dtype
+    defaults included; None where it is compared exactly), its largest absolute and relative
+    difference, and whether it is within the tolerance: the report's `differences`."""
+    wanted = {leaf.path: leaf for leaf in expected}
+    return [_measured(leaf, wanted[leaf.path], tolerance.for_path(leaf.path))
+            for leaf in actual if leaf.path in wanted]
+
+
+def _measured(got: Leaf, want: Leaf, tolerance: Tolerance) -> dict[str, object]:
+    import torch
+
+    row: dict[str, object] = {"output": got.path, "dtype": None, "rtol": None, "atol": None,
+                              "max_abs": None, "max_rel": None,
+                              "within": not compare_leaf(got, want, tolerance)}
+    if got.kind == "tensor" and want.kind == "tensor":
+        a, e = got.value, want.value
+        assert isinstance(a, torch.Tensor) and isinstance(e, torch.Tensor)
+        rtol, atol = tolerance.for_dtypes(dtype_name(a), dtype_name(e))
+        row.update(dtype=dtype_name(a), rtol=rtol, atol=atol)
+        if a.shape == e.shape and a.numel():
+            _, diff, scale, _ = _elementwise(a, e, rtol, atol)
+            zero = torch.zeros((), dtype=torch.float64)
+            row.update(max_abs=float(diff.max()),
+                       max_rel=float(torch.where(diff == 0, zero, diff / scale).max()))
+    elif got.kind == "number" and want.kind == "number":
+        exact = isinstance(got.value, int) and isinstance(want.value, int)
+        kind = "complex128" if isinstance(got.value, complex) else "float64"
+        rtol, atol = (0.0, 0.0) if exact else tolerance.for_dtypes(kind)
+        diff = abs(got.value - want.value)  # type: ignore[operator]
+        row.update(dtype="int" if exact else kind, rtol=rtol, atol=atol,
+                   max_abs=None if math.isnan(diff) else diff,
+                   max_rel=(diff / abs(want.value) if want.value else None)  # type: ignore[arg-type]
+                   if not math.isnan(diff) else None)
+    row.update(max_abs=json_number(row["max_abs"]),  # type: ignore[arg-type]
+               max_rel=json_number(row["max_rel"]))  # type: ignore[arg-type]
+    return row
+
+
+def json_number(value: float | None) -> float | str | None:
+    """JSON has no NaN or infinity: those as text ('nan', 'inf', '-inf')."""
+    if value is None or math.isfinite(value):
+        return value
+    return repr(value)
+
+
 def summarize(problems: list[Difference], limit: int = 6) -> str:
     shown = "; ".join(str(problem) for problem in problems[:limit])
     more = len(problems) - limit

@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime
 import hashlib
 import importlib.metadata
+import math
+import posixpath
 import re
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -19,24 +21,126 @@ from typing import Any
 
 from cudalint.config import MAX_CONFIG_SIZE
 from cudalint.files import ReadError, chunks, read_text
+from cudalint.runtime.smoke import schema
+from cudalint.runtime.smoke.report import CHECK_NAMES, Status
+from cudalint.runtime.smoke.tolerances import COMMAND_LINE, DEFAULT, PYPROJECT
 
 SCHEMA = "cudalint-smoke/1"
-# The fields every smoke report of this schema carries, and their JSON types.
-REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "schema": str,
-    "cudalint": str,
-    "date": str,  # ISO 8601, UTC
-    "verdict": str,
-    "target": str,
-    "device": str,
-    "environment": dict,
-    "checks": list,
-    "project": dict,  # {"name", "root", "commit" (str | None), "dirty" (bool | None)}
-    "files": dict,  # {path relative to the project root (posix): sha256 hex}
-    "tolerance": dict,  # {"rtol", "atol", "source", "per_output": {name: {"rtol", "atol"}}}
-    "packages": dict,  # {distribution name: version}
-}
 VERDICTS = ("pass", "fail")
+# A smoke run records the project files it used: a monorepo's imports stay far below this.
+MAX_FILES = 10_000
+_DEVICE_TYPES = ("cpu", "mps", "cuda")
+# How the compare check words its largest difference (checks.reference_check): "largest abs
+# diff 5.07e-07 (logits), at most 1.2e-05 allowed there".
+LARGEST = re.compile(r"largest abs diff (?P<value>[^\s;,]+) \((?P<output>[^)]*)\)"
+                     r"(?:, at most (?P<allowed>[^\s;,]+) allowed there)?")
+
+# How a check words its failure (checks.py, training.py): a check whose status is pass or warn
+# under such a detail was edited after the run. Wording smoke no longer writes only stops this
+# finding it.
+FAILURE_WORDS = {
+    "compare": re.compile(r"^\d+ difference\(s\) from |^the reference run on cpu crashed"),
+    "determinism": re.compile(r"^repeat \d+ (with the same seed differs|crashed)"),
+    "checkpoint": re.compile(r"^torch\.save then torch\.load\(.*failed|^loaded tensors on |"
+                             r"^reloaded values differ"),
+    "training": re.compile(r"^\d+ \S+ step\(s\) over \d+ parameter\(s\)[^:]*: (?:NaN loss at |"
+                           r"infinite loss at |NaN or infinity in the gradient|zero gradients |"
+                           r"frozen weights: |constant loss: |the loss did not go down |"
+                           r"\d+ step\(s\) here, |loss at step \d+: )"),
+}
+
+_SHA256 = schema.Leaf("string", test=lambda text: re.fullmatch(r"[0-9a-f]{64}", text) is not None,
+                      asks="(a sha256 in hex)")
+_DEVICE = schema.Leaf("string", test=lambda text: text.partition(":")[0] in _DEVICE_TYPES,
+                      asks="(cpu, mps or cuda)")
+_ENVIRONMENT = schema.Record(
+    required={"python": schema.STRING, "os": schema.STRING, "machine": schema.STRING,
+              "torch": schema.STRING, "device": _DEVICE},
+    optional={"os_release": schema.STRING, "rosetta": schema.OPTIONAL_BOOLEAN,
+              "cuda_available": schema.BOOLEAN, "cuda_version": schema.OPTIONAL_STRING,
+              "mps_built": schema.BOOLEAN, "mps_available": schema.BOOLEAN,
+              "device_name": schema.OPTIONAL_STRING,
+              "precision": schema.Record(optional={
+                  "default_dtype": schema.STRING, "float32_matmul_precision": schema.STRING,
+                  "autocast": schema.ListOf(schema.STRING)})})
+_CHECK = schema.Record(required={"name": schema.OneOf(CHECK_NAMES),
+                                 "status": schema.OneOf(tuple(s.value for s in Status)),
+                                 "detail": schema.STRING})
+_HAZARD = schema.Record(
+    required={"kind": schema.STRING},
+    optional={"severity": schema.OneOf(("error", "warning")),
+              "subject": schema.OPTIONAL_STRING, "op": schema.OPTIONAL_STRING,
+              "dtype": schema.OPTIONAL_STRING, "predicted": schema.BOOLEAN,
+              "count": schema.COUNT, "detail": schema.STRING,
+              "where": schema.ListOf(schema.STRING)})
+_OPS = schema.Record(optional={
+    "total": schema.COUNT, "counts": schema.MapOf(schema.COUNT),
+    "devices": schema.MapOf(schema.ListOf(schema.STRING)),
+    "fallbacks": schema.ListOf(schema.STRING),
+    "without_mps_kernel": schema.ListOf(schema.STRING)})
+_ERROR = schema.Record(nullable=True, optional={
+    key: schema.OPTIONAL_STRING for key in ("phase", "error_type", "message", "location", "code",
+                                            "innermost", "innermost_code", "output_tail")})
+_PER_OUTPUT = schema.Record(required={"rtol": schema.TOLERANCE_VALUE,
+                                      "atol": schema.TOLERANCE_VALUE})
+_APPLIED = schema.Leaf("number", test=lambda value: value >= 0, asks="from 0 up")
+# A number JSON cannot hold, as smoke writes it (compare.json_number): 'nan', 'inf', '-inf'.
+_NON_FINITE = schema.OneOf(("nan", "inf", "-inf"))
+_LOSS = schema.AnyOf((schema.NUMBER, _NON_FINITE, schema.NULL),
+                     "a finite number, 'nan', 'inf', '-inf' or null")
+_DIFFERENCE = schema.AnyOf((_APPLIED, schema.OneOf(("nan", "inf")), schema.NULL),
+                           "a finite number from 0 up, 'nan', 'inf' or null")
+_TRAINING = schema.Record(
+    required={"optimizer": schema.STRING, "steps": schema.COUNT,
+              "losses": schema.ListOf(_LOSS)},
+    optional={"model": schema.OPTIONAL_STRING, "parameters": schema.COUNT,
+              "backwards": schema.COUNT, "reference_losses": schema.ListOf(_LOSS)})
+# Each compared output: the rtol and atol applied to it (null: compared exactly), its largest
+# absolute and relative difference, and whether it is within them (compare.measure).
+_DIFFERENCE_ROW = schema.Record(
+    required={"output": schema.STRING, "within": schema.BOOLEAN},
+    optional={"dtype": schema.OPTIONAL_STRING, "rtol": schema.TOLERANCE_VALUE,
+              "atol": schema.TOLERANCE_VALUE, "max_abs": _DIFFERENCE,
+              "max_rel": _DIFFERENCE})
+# A smoke report, to its leaves: `cudalint smoke --json` writes these fields (a section only
+# people read, like the batch ramp's table, is kept unchecked).
+SHAPE = schema.Record(
+    required={
+        "schema": schema.STRING,
+        "cudalint": schema.STRING,
+        "date": schema.STRING,  # ISO 8601, UTC
+        "verdict": schema.OneOf(VERDICTS),
+        "target": schema.STRING,
+        "device": _DEVICE,
+        "environment": _ENVIRONMENT,
+        "checks": schema.ListOf(_CHECK, limit=len(CHECK_NAMES)),
+        "project": schema.Record(required={"name": schema.STRING, "root": schema.STRING,
+                                           "commit": schema.OPTIONAL_STRING,
+                                           "dirty": schema.OPTIONAL_BOOLEAN}),
+        # {path relative to the project root (posix): sha256 hex}
+        "files": schema.MapOf(_SHA256, limit=MAX_FILES),
+        "tolerance": schema.Record(
+            required={"rtol": schema.TOLERANCE_VALUE, "atol": schema.TOLERANCE_VALUE,
+                      "source": schema.OneOf((DEFAULT, COMMAND_LINE, PYPROJECT)),
+                      "per_output": schema.MapOf(_PER_OUTPUT)},
+            # a float32 output's pair, the defaults as numbers; whether a declared one was
+            # committed before the run (null outside git)
+            optional={"float32": schema.Record(required={"rtol": _APPLIED, "atol": _APPLIED}),
+                      "committed": schema.OPTIONAL_BOOLEAN}),
+        "packages": schema.MapOf(schema.STRING, non_empty=True),  # {distribution: version}
+    },
+    optional={"hazards": schema.ListOf(_HAZARD), "ops": _OPS,
+              "warnings": schema.ListOf(schema.STRING), "error": _ERROR,
+              "saved_reference": schema.OPTIONAL_STRING,
+              # the checks the command line asked for: {check name: the option as given}
+              "requested": schema.MapOf(schema.STRING, limit=len(CHECK_NAMES),
+                                        key=lambda name: name in CHECK_NAMES,
+                                        key_asks="the name of a check smoke writes"),
+              "training": _TRAINING,
+              "differences": schema.ListOf(_DIFFERENCE_ROW),
+              "elsewhere": schema.Record(required={"findings": schema.COUNT},
+                                         optional={"detail": schema.STRING})})
+REQUIRED = tuple(SHAPE.required)
 
 
 class NotASmokeReport(ValueError):
@@ -44,26 +148,135 @@ class NotASmokeReport(ValueError):
 
 
 def validate(data: object, source: str) -> dict[str, Any]:
-    """`data` when it is a smoke report of SCHEMA, else NotASmokeReport naming `source` and
-    the first reason."""
+    """`data` when it is a smoke report of SCHEMA, to its leaves, that describes a run smoke
+    could have made (statuses that agree with the verdict, a device its machine has), else
+    NotASmokeReport naming `source` and the first reason."""
     if not isinstance(data, dict):
         raise NotASmokeReport(f"{source}: not a smoke report (not a JSON object)")
-    schema = data.get("schema")
-    if schema is None:
+    version = data.get("schema")
+    if version is None:
         raise NotASmokeReport(f"{source}: not a smoke report (no 'schema'; write one with "
                               "`cudalint smoke ... --json FILE`)")
-    if schema != SCHEMA:
-        raise NotASmokeReport(f"{source}: smoke report schema {schema!r}, this cudalint reads "
+    if version != SCHEMA:
+        raise NotASmokeReport(f"{source}: smoke report schema {version!r}, this cudalint reads "
                               f"{SCHEMA!r}")
-    for key, kind in REQUIRED.items():
-        if key not in data:
-            raise NotASmokeReport(f"{source}: not a smoke report (no {key!r})")
-        if not isinstance(data[key], kind):
-            raise NotASmokeReport(f"{source}: not a smoke report ({key!r} is "
-                                  f"{type(data[key]).__name__})")
-    if data["verdict"] not in VERDICTS:
-        raise NotASmokeReport(f"{source}: not a smoke report (verdict {data['verdict']!r})")
+    try:
+        schema.check(SHAPE, data)
+    except schema.SchemaError as error:
+        raise NotASmokeReport(f"{source}: not a smoke report ({error})") from None
+    contradiction = _contradiction(data)
+    if contradiction:
+        raise NotASmokeReport(f"{source}: not a run smoke reports: {contradiction}")
     return data
+
+
+def _contradiction(data: dict[str, Any]) -> str | None:
+    """Why the report cannot describe a real run, in a few words; None when it can."""
+    return (_device_contradiction(data["device"], data["environment"])
+            or _status_contradiction(data))
+
+
+def _device_contradiction(device: str, env: dict[str, Any]) -> str | None:
+    kind = device.partition(":")[0]
+    if env["device"] != device:
+        return f"device {device!r}, but its environment says {env['device']!r}"
+    machine = f"{env['os']} {env['machine']}"
+    if kind == "mps" and (env["os"], env["machine"]) != ("Darwin", "arm64"):
+        return f"device 'mps' on {machine}, which is not macOS on Apple silicon"
+    if kind == "mps" and not (env.get("mps_built") and env.get("mps_available")):
+        return f"device 'mps' on {machine} where MPS was not available"
+    if kind == "cuda" and not env.get("cuda_available"):
+        return f"device {device!r} on {machine} where CUDA was not available"
+    return None
+
+
+def _status_contradiction(data: dict[str, Any]) -> str | None:
+    statuses: dict[str, str] = {}
+    for check in data["checks"]:
+        if check["name"] in statuses:
+            return f"the check {check['name']!r} twice"
+        statuses[check["name"]] = check["status"]
+    failed = [name for name, status in statuses.items() if status == "fail"]
+    # A check the command line asked for that did not run fails the run too (exit 2).
+    unmet = [name for name in data.get("requested", {})
+             if statuses.get(name, "skipped") == "skipped"]
+    if data["verdict"] == "pass" and failed:
+        return f"verdict 'pass' with the check {failed[0]!r} failed"
+    if data["verdict"] == "pass" and unmet:
+        return (f"verdict 'pass' with the check {unmet[0]!r} asked for "
+                f"({data['requested'][unmet[0]]}) and not carried out")
+    if data["verdict"] == "fail" and not failed and not unmet:
+        return "verdict 'fail' with no check failed and none asked for left unrun"
+    if data.get("error") and statuses.get("run") != "fail":
+        return f"the target crashed ('error' is set), but the check 'run' is " \
+               f"{statuses.get('run', 'missing')!r}"
+    for check in data["checks"]:
+        words = FAILURE_WORDS.get(check["name"])
+        if check["status"] != "fail" and words is not None and words.search(check["detail"]):
+            return (f"the check {check['name']!r} is {check['status']!r}, but its detail is a "
+                    f"failure's: {check['detail'][:80]!r}")
+    severe = [h for h in data.get("hazards", []) if h.get("severity") == "error"]
+    if severe and statuses.get("ops") != "fail":
+        return (f"a hazard of severity 'error' ({severe[0].get('subject') or severe[0]['kind']}), "
+                f"but the check 'ops' is {statuses.get('ops', 'missing')!r}")
+    if statuses.get("training") == "pass" and "training" in data:
+        contradiction = _training_contradiction(data["training"]["losses"])
+        if contradiction:
+            return contradiction
+    compare = next((c for c in data["checks"] if c["name"] == "compare"), None)
+    if compare is not None and compare["status"] == "pass":
+        return (_differences_contradiction(data.get("differences", []))
+                or _compare_contradiction(compare["detail"]))
+    return None
+
+
+def _training_contradiction(losses: list[Any]) -> str | None:
+    """A passing training check whose recorded losses are not finite or did not go down."""
+    if any(isinstance(loss, str) for loss in losses):
+        return "the check 'training' passed with a loss that is no finite number"
+    known = [loss for loss in losses if loss is not None]
+    if len(known) >= 2 and not known[-1] < known[0]:
+        return (f"the check 'training' passed, but its loss went from {known[0]} to "
+                f"{known[-1]} over {len(known)} steps")
+    return None
+
+
+def _differences_contradiction(rows: list[dict[str, Any]]) -> str | None:
+    """A passing comparison with an output its `differences` put beyond the tolerance applied
+    to it: marked not within, a difference that is no finite number, or, where the tolerance
+    is absolute only (rtol 0, or null: compared exactly), more than atol."""
+    for row in rows:
+        largest, rtol, atol = row.get("max_abs"), row.get("rtol"), row.get("atol")
+        beyond = (not row["within"] or isinstance(largest, str)
+                  or (isinstance(largest, (int, float)) and not rtol
+                      and largest > (atol or 0.0)))
+        if beyond:
+            return (f"the check 'compare' passed with a largest difference of {largest} "
+                    f"({row['output']}), beyond the rtol {rtol}, atol {atol} applied to it")
+    return None
+
+
+def _compare_contradiction(detail: str) -> str | None:
+    """A passing comparison whose largest difference, as its detail words it, is no number, or
+    more than it allowed."""
+    found = LARGEST.search(detail)
+    if found is None:
+        return None
+    value = _float(found["value"])
+    if value is None or not math.isfinite(value):
+        return f"the check 'compare' passed with a largest difference of {found['value']!r}"
+    allowed = _float(found["allowed"]) if found["allowed"] else None
+    if allowed is not None and value > allowed:
+        return (f"the check 'compare' passed with a largest difference of {found['value']} "
+                f"({found['output']}), more than the {found['allowed']} its tolerance allows")
+    return None
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def project_name(root: Path) -> str:
@@ -99,19 +312,31 @@ def file_hashes(root: Path, paths: Iterable[Path]) -> dict[str, str]:
     for path in paths:
         try:
             relative = path.resolve().relative_to(root)
-            digest = hashlib.sha256()
-            for chunk in chunks(path):  # a regular file only: never a FIFO or a device
-                digest.update(chunk)
-            hashes[relative.as_posix()] = digest.hexdigest()
-        except (ValueError, OSError, ReadError):
+        except (ValueError, OSError, RuntimeError):
             continue
+        digest = _digest(path)
+        if digest is not None:
+            hashes[relative.as_posix()] = digest
     return dict(sorted(hashes.items()))
+
+
+def _digest(path: Path) -> str | None:
+    """The sha256 of the regular file at `path` (never a FIFO or a device); None when it is
+    not one or cannot be read."""
+    digest = hashlib.sha256()
+    try:
+        for chunk in chunks(path):
+            digest.update(chunk)
+    except (OSError, ReadError):
+        return None
+    return digest.hexdigest()
 
 
 def matches(data: Mapping[str, Any], root: Path) -> list[str]:
     """Why the smoke report `data` does not describe the project at `root` as it is now: an
     empty list when it does (same name, same commit where both have one, every file it used
-    unchanged)."""
+    unchanged). Each file is read once, however many spellings of its path the report holds
+    (`data.bin`, `./data.bin`, `a/../data.bin`)."""
     reasons = []
     project = data.get("project") or {}
     now = project_state(root)
@@ -120,13 +345,41 @@ def matches(data: Mapping[str, Any], root: Path) -> list[str]:
     if project.get("commit") and now["commit"] and project["commit"] != now["commit"]:
         reasons.append(f"an older or other commit ({str(project['commit'])[:12]}, now "
                        f"{now['commit'][:12]})")
-    for relative, digest in (data.get("files") or {}).items():
-        current = file_hashes(root, [root / relative]).get(relative)
+    return reasons + _changed_files(data.get("files") or {}, root)
+
+
+# The changed files named one by one in a stale run's reasons; the rest are counted.
+_NAMED = 5
+
+
+def _changed_files(files: Mapping[str, str], root: Path) -> list[str]:
+    root = root.resolve()
+    digests: dict[Path, str | None] = {}  # by resolved path: each file is hashed once
+    gone: list[str] = []
+    changed: list[str] = []
+    for relative, digest in files.items():
+        try:
+            path = (root / posixpath.normpath(relative)).resolve()
+            path.relative_to(root)
+        except (ValueError, OSError, RuntimeError):  # outside the project, a link loop
+            gone.append(relative)
+            continue
+        if path not in digests:
+            digests[path] = _digest(path)
+        current = digests[path]
         if current is None:
-            reasons.append(f"{relative} is gone")
+            gone.append(relative)
         elif current != digest:
-            reasons.append(f"{relative} changed since the run")
-    return reasons
+            changed.append(relative)
+    return _named(gone, "is gone", "are gone") + _named(changed, "changed since the run",
+                                                         "changed since the run")
+
+
+def _named(paths: list[str], one: str, many: str) -> list[str]:
+    shown = [f"{path} {one}" for path in paths[:_NAMED]]
+    if len(paths) > _NAMED:
+        shown.append(f"{len(paths) - _NAMED:,} more files {many}")
+    return shown
 
 
 def stamp(root: Path, files: Iterable[Path], tolerance: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,15 +17,23 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import cudalint
+
+if TYPE_CHECKING:
+    from cudalint.runtime.smoke.signals import Held
 
 DEFAULT_TIMEOUT = 300.0
 WORKER_FLAG = "--worker-json"
 # The environment variable that marks every process of one isolated run (run_process).
 RUN_MARK = "CUDALINT_SMOKE_RUN"
 _TAIL_CHARS = 2000
+# What is kept of a child's output: its first and last bytes, the rest counted (a target that
+# prints gigabytes costs that much disk, for the run, and no memory).
+KEPT_BYTES = 64 * 1024
+# How long a target stopped from outside (the signal passed on) has to end before it is killed.
+STOP_GRACE = 3.0
 _CAUSES = {
     signal.SIGSEGV: "a segmentation fault, in native code (a C/C++ extension, a driver) or "
                     "in torch itself",
@@ -38,26 +46,31 @@ _CAUSES = {
 
 @dataclass(frozen=True)
 class ChildResult:
-    returncode: int | None  # None: killed after the timeout
-    output: str  # what the child printed, stdout and stderr together
+    returncode: int | None  # None: killed after the timeout (or stopped)
+    output: str  # what the child printed, stdout and stderr together (head and tail)
     data: dict[str, Any] | None  # the report it wrote, if it got that far
+    stopped_by: int | None = None  # the signal from outside that stopped the run
+    ignored: tuple[str, ...] = ()  # signals the run's own processes sent to smoke
 
     def tail(self) -> str:
         return self.output[-_TAIL_CHARS:]
 
 
-def run_child(argv: list[str], timeout: float) -> ChildResult:
+def run_child(argv: list[str], timeout: float, held: Held | None = None) -> ChildResult:
     """Run `cudalint smoke ARGV` in a child; the child writes its report to a file we read
-    back. The timeout covers the child and everything it starts (run_process)."""
+    back. The timeout covers the child and everything it starts (run_process). `held`: the
+    stopping signals this process holds (signals.held), taken while it waits."""
     with tempfile.TemporaryDirectory(prefix="cudalint-smoke-") as folder:
         path = Path(folder) / "report.json"
         command = [sys.executable, "-m", "cudalint.runtime.smoke", *argv, WORKER_FLAG, str(path)]
-        returncode, output = run_process(command, timeout, own_group=True)
-        return ChildResult(returncode, output, _read(path))
+        ignored = len(held.ignored) if held else 0
+        returncode, output = run_process(command, timeout, own_group=True, held=held)
+        return ChildResult(returncode, output, _read(path), held.stop if held else None,
+                           tuple(held.ignored[ignored:]) if held else ())
 
 
-def run_process(command: list[str], timeout: float, *,
-                own_group: bool = False) -> tuple[int | None, str]:
+def run_process(command: list[str], timeout: float, *, own_group: bool = False,
+                held: Held | None = None) -> tuple[int | None, str]:
     """Run `command` (with this cudalint importable) and wait for that process itself, at most
     `timeout` s: its exit status (None: killed after the timeout) and what it printed, stdout
     and stderr together.
@@ -66,7 +79,10 @@ def run_process(command: list[str], timeout: float, *,
     holding the pipe open would keep a read waiting long after it ended. `own_group`: it runs
     in a process group and session of its own, marked in its environment (RUN_MARK), and when
     it ends or is killed, so is whatever it left behind: its group (forks, DataLoader workers)
-    and every process carrying its mark (a daemon that left the group with setsid)."""
+    and every process carrying its mark (a daemon that left the group with setsid).
+
+    `held` (with `own_group`): a signal from outside that comes meanwhile is passed on to its
+    group, which has STOP_GRACE s to end (`held.stop` says which; the status is None)."""
     env = child_env()
     mark = None
     if own_group:
@@ -75,22 +91,39 @@ def run_process(command: list[str], timeout: float, *,
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env,
                                    start_new_session=own_group)
+        entry = f"{RUN_MARK}={mark}".encode() if mark else None
         try:
-            ended = _ended(process, timeout)
+            ended = _ended(process, timeout, held if own_group else None, entry)
         except BaseException:  # KeyboardInterrupt: the user stopped us; stop the child too
             _end(process, mark)
             raise
         _end(process, mark)
-        sink.seek(0)
-        output = sink.read().decode("utf-8", errors="replace")
-    return (process.returncode if ended else None), output
+        output = kept_output(sink)
+    stopped = held is not None and held.stop is not None
+    return (process.returncode if ended and not stopped else None), output
 
 
-def _ended(process: subprocess.Popen[bytes], timeout: float) -> bool:
+def kept_output(sink: BinaryIO) -> str:
+    """What a child printed into `sink`: all of it up to 2 * KEPT_BYTES, else its first and
+    last KEPT_BYTES with the bytes between counted."""
+    size = sink.seek(0, os.SEEK_END)
+    sink.seek(0)
+    if size <= 2 * KEPT_BYTES:
+        return sink.read().decode("utf-8", errors="replace")
+    head = sink.read(KEPT_BYTES).decode("utf-8", errors="replace")
+    sink.seek(size - KEPT_BYTES)
+    tail = sink.read(KEPT_BYTES).decode("utf-8", errors="replace")
+    return (f"{head}\n[... {size - 2 * KEPT_BYTES:,} bytes of output left out: the first and "
+            f"last {KEPT_BYTES // 1024} KiB are kept ...]\n{tail}")
+
+
+def _ended(process: subprocess.Popen[bytes], timeout: float, held: Held | None = None,
+           mark: bytes | None = None) -> bool:
     """Whether `process` ended within `timeout` s. Where the platform can, it is left unreaped
     (a zombie), so that no other process can take its process group's id before _end kills
-    the group."""
-    if not hasattr(os, "waitid"):  # pragma: no cover (macOS)
+    the group. With `held`, a stopping signal from outside ends the wait: it is passed on to
+    the process's group, which has STOP_GRACE s to end."""
+    if held is None and not hasattr(os, "waitid"):  # pragma: no cover (macOS)
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -98,13 +131,39 @@ def _ended(process: subprocess.Popen[bytes], timeout: float) -> bool:
         return True
     deadline = time.monotonic() + timeout
     delay = 0.001
-    while os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+    while _running(process):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
-        time.sleep(min(delay, remaining))
+        if held is None:
+            time.sleep(min(delay, remaining))
+        elif (signum := held.wait(min(delay, remaining), process.pid, mark)) is not None:
+            _pass_on(process, signum, held, mark)
+            return False
         delay = min(delay * 2, 0.05)
     return True
+
+
+def _pass_on(process: subprocess.Popen[bytes], signum: int, held: Held,
+             mark: bytes | None) -> None:
+    """Send `signum` to the process's group and wait up to STOP_GRACE s for the process to
+    end (a second signal from outside cuts the wait short)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+    deadline = time.monotonic() + STOP_GRACE
+    while _running(process):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        if held.wait(min(0.02, remaining), process.pid, mark) is not None:
+            return
+
+
+def _running(process: subprocess.Popen[bytes]) -> bool:
+    """Whether `process` still runs, left unreaped where the platform can (os.waitid)."""
+    if not hasattr(os, "waitid"):  # pragma: no cover (macOS: reaped)
+        return process.poll() is None
+    return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
 
 
 def _end(process: subprocess.Popen[bytes], mark: str | None) -> None:

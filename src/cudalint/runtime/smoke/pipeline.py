@@ -10,10 +10,10 @@ from typing import Any
 
 import torch
 
-from cudalint.runtime.smoke import checks, environment, interrupt, kill
+from cudalint.runtime.smoke import checks, environment, interrupt, kill, training
 from cudalint.runtime.smoke.artefacts import Artefact, artefact_records
 from cudalint.runtime.smoke.audit import AutocastWatch, OpAudit, OpLog
-from cudalint.runtime.smoke.compare import Tolerance
+from cudalint.runtime.smoke.compare import Tolerance, measure
 from cudalint.runtime.smoke.crash import Crash
 from cudalint.runtime.smoke.errors import HarnessError
 from cudalint.runtime.smoke.hazards import HazardContext, build_hazards, op_summary
@@ -40,20 +40,22 @@ class SmokeOptions:
     batch_sizes: tuple[int, ...] = ()
     interrupt: int = 0  # steps before the deliberate interruption; 0: none
     kill_after: int = 0  # steps before the SIGKILL (during the next); 0: none
+    requested: tuple[tuple[str, str], ...] = ()  # (check name, the option that asked for it)
 
 
 def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
               watch: environment.TorchImportWatch) -> SmokeReport:
     """`target` is the loaded target, or the Crash its module raised while being imported."""
     device = options.device
-    report = SmokeReport(target=target_text, device=str(device))
+    report = SmokeReport(target=target_text, device=str(device),
+                         requested=dict(options.requested))
     report.environment = environment.collect(device, watch)
     report.checks += [environment.environment_check(report.environment),
                       checks.transfer_check(device)]
     if isinstance(target, Crash):
         _fail_run(report, target, OpLog(), [], options)
         return report
-    outcome, log, texts = _audited_run(target, device)
+    outcome, log, texts, trained = _audited_run(target, device)
     report.environment["precision"] = environment.precision(log.autocast)
     report.warnings = sorted(set(texts))[:_MAX_WARNINGS]
     if outcome.crash is not None:
@@ -68,9 +70,13 @@ def run_smoke(target: Target | Crash, options: SmokeOptions, target_text: str,
         return report
     report.checks.append(_run_check(target, device, outcome, leaves))
     _add_audit(report, log, texts, options)
+    report.checks.append(_training(report, trained, options))
     reference_files: list[Artefact] = []
+    compared, expected = _compare(target, leaves, options, reference_files)
+    if expected is not None:
+        report.extra["differences"] = measure(leaves, expected, options.tolerance)
     report.checks += [
-        _with_random_hint(_compare(target, leaves, options, reference_files), log, options),
+        _with_random_hint(compared, log, options),
         checks.determinism_check(target, device, leaves, options.repeat, options.tolerance),
         checks.checkpoint_check(outcome.output),
     ]
@@ -111,18 +117,33 @@ def _save(path: Path, target: Target, leaves: list[Leaf], report: SmokeReport,
     try:
         save_reference(path, leaves, target=target.spec.identity, target_text=target.spec.text,
                        environment=report.environment,
-                       random_ops=tuple(sorted(log.device_random)))
+                       random_ops=tuple(sorted(log.device_random)),
+                       losses=training.losses_of(report.extra.get("training")))
     except Exception as exc:
         raise HarnessError(f"cannot write the reference {path}: {exc}") from None
     report.saved_reference = str(path)
 
 
-def _audited_run(target: Target, device: torch.device) -> tuple[Outcome, OpLog, list[str]]:
+def _audited_run(target: Target, device: torch.device
+                 ) -> tuple[Outcome, OpLog, list[str], training.TrainingWatch]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with OpAudit(device) as audit, AutocastWatch(device, audit.log.autocast):
+        with training.TrainingWatch() as watch, OpAudit(device) as audit, \
+                AutocastWatch(device, audit.log.autocast):
             outcome = run_target(target, device)
-    return outcome, audit.log, [str(warning.message) for warning in caught]
+    return outcome, audit.log, [str(warning.message) for warning in caught], watch
+
+
+def _training(report: SmokeReport, watch: training.TrainingWatch,
+              options: SmokeOptions) -> Check:
+    """The training check, against the reference's per-step losses when it has them."""
+    section = training.summary(watch)
+    reference = options.reference.training_losses if options.reference is not None else None
+    if section is not None:
+        if reference is not None:
+            section["reference_losses"] = [training.json_number(v) for v in reference]
+        report.extra["training"] = section
+    return training.training_check(watch, reference, options.tolerance)
 
 
 def _fail_run(report: SmokeReport, failure: Crash | Check, log: OpLog, texts: list[str],
@@ -139,7 +160,7 @@ def _fail_run(report: SmokeReport, failure: Crash | Check, log: OpLog, texts: li
     if options.save_reference is not None:
         reason += "; no reference was saved"
     report.checks += [Check(name, Status.SKIPPED, reason)
-                      for name in ("compare", "determinism", "checkpoint")]
+                      for name in (training.NAME, "compare", "determinism", "checkpoint")]
 
 
 def _run_check(target: Target, device: torch.device, outcome: Outcome,
@@ -198,23 +219,25 @@ def _audit_check(log: OpLog, hazards: list[Hazard], device: torch.device, note: 
 
 
 def _compare(target: Target, leaves: list[Leaf], options: SmokeOptions,
-             files: list[Artefact]) -> Check:
-    """The comparison with the reference; the files the CPU reference run named go to
-    `files`."""
+             files: list[Artefact]) -> tuple[Check, list[Leaf] | None]:
+    """The comparison with the reference, and the reference's leaves when there were some; the
+    files the CPU reference run named go to `files`."""
     if options.reference is not None:
-        return checks.reference_check(leaves, options.reference.leaves, options.tolerance,
-                                      f"the reference ({options.reference.origin()})")
+        expected = options.reference.leaves
+        return checks.reference_check(leaves, expected, options.tolerance,
+                                      f"the reference ({options.reference.origin()})"), expected
     if not options.compare_with_cpu:
         return Check("compare", Status.SKIPPED,
-                     "saving a reference; pass --reference cpu to also compare with CPU")
+                     "saving a reference; pass --reference cpu to also compare with CPU"), None
     if options.device.type == "cpu":
         return Check("compare", Status.SKIPPED,
                      "the target ran on cpu, the default reference; pass --reference PATH "
-                     "to compare with outputs saved on another machine")
-    expected = checks.rerun(target, torch.device("cpu"), files)
-    if isinstance(expected, checks.RunFailure):
-        return Check("compare", Status.FAIL, expected.after("the reference run on cpu"))
-    return checks.reference_check(leaves, expected, options.tolerance, "the same run on cpu")
+                     "to compare with outputs saved on another machine"), None
+    found = checks.rerun(target, torch.device("cpu"), files)
+    if isinstance(found, checks.RunFailure):
+        return Check("compare", Status.FAIL, found.after("the reference run on cpu")), None
+    return checks.reference_check(leaves, found, options.tolerance,
+                                  "the same run on cpu"), found
 
 
 def _with_random_hint(check: Check, log: OpLog, options: SmokeOptions) -> Check:

@@ -25,10 +25,13 @@ def plain(report: SmokeReport) -> str:
     lines = [f"cudalint smoke {report.target} on {report.device}"]
     lines += [f"  {check.status.value.upper():<8} {check.name:<12} {check.detail}"
               for check in report.checks]
+    lines += [f"  requested and not run: {option}" for option, _ in report.unmet]
     if report.hazards:
         lines.append("hazards:")
         lines += [f"  {hazard.severity.value.upper():<8} {_hazard_line(hazard)}"
                   for hazard in report.hazards]
+    if tolerance := _tolerance(report):
+        lines.append(tolerance)
     if precision := _precision(report):
         lines.append(precision)
     if files := _files(report):
@@ -39,6 +42,16 @@ def plain(report: SmokeReport) -> str:
         lines.append(f"reference saved to {report.saved_reference}")
     lines.append(f"verdict: {report.verdict}")
     return "\n".join(lines) + "\n"
+
+
+def _tolerance(report: SmokeReport) -> str:
+    """The rtol and atol applied to each output, and where they came from."""
+    from cudalint.runtime.smoke.tolerances import describe
+
+    record = report.identity.get("tolerance")
+    if not record:
+        return ""
+    return f"tolerance: {describe(record, report.extra.get('differences') or ())}"
 
 
 def _precision(report: SmokeReport) -> str:
@@ -96,6 +109,8 @@ def _render_rich(report: SmokeReport, stream: TextIO) -> None:
             hazards.add_row(f"[{style}]{hazard.severity.value}[/]", escape(hazard.subject), kind,
                             escape(_detail(hazard)))
         console.print(hazards)
+    if tolerance := _tolerance(report):
+        console.print(escape(tolerance))
     if precision := _precision(report):
         console.print(escape(precision))
     if files := _files(report):

@@ -6,13 +6,20 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Sections only some runs have: the batch-size ramp, the interrupted run, the killed run, the
+# Sections only some runs have: the training check's steps, each compared output's largest
+# difference against the tolerance applied to it, the count of static findings out of the
+# target's reach, the batch-size ramp, the interrupted run, the killed run, the
 # target's output, the files it wrote and named, the fallback pair of a Mac.
-EXTRA_SECTIONS = ("batches", "interrupted", "killed", "output", "artefacts", "fallback_pair")
+EXTRA_SECTIONS = ("training", "differences", "elsewhere", "batches", "interrupted", "killed",
+                  "output", "artefacts", "fallback_pair")
 # What ties the report to its project and run (identity.REQUIRED, less the run's own fields):
 # the first three lead the JSON, the others follow the run's sections.
 IDENTITY_HEAD = ("schema", "cudalint", "date")
 IDENTITY_TAIL = ("project", "files", "tolerance", "packages")
+# Every check smoke writes, by name (a report naming another was not written by smoke; a test
+# holds this list to the names the harness's Check(...) calls use).
+CHECK_NAMES = ("environment", "transfer", "run", "ops", "training", "compare", "determinism",
+               "checkpoint", "batch-ramp", "interrupted", "killed")
 
 
 class Status(str, enum.Enum):
@@ -90,10 +97,32 @@ class SmokeReport:
     extra: dict[str, Any] = field(default_factory=dict)  # EXTRA_SECTIONS that ran
     # identity.stamp(...): schema, cudalint, date, project, files, tolerance, packages
     identity: dict[str, Any] = field(default_factory=dict)
+    # The checks the command line asked for, by check name: {"killed": "--kill-after 1"}
+    requested: dict[str, str] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
-        return "fail" if any(check.status is Status.FAIL for check in self.checks) else "pass"
+        failed = any(check.status is Status.FAIL for check in self.checks)
+        return "fail" if failed or self.unmet else "pass"
+
+    @property
+    def unmet(self) -> list[tuple[str, str]]:
+        """Each check asked for and not carried out: (the option as given, why)."""
+        ran = {check.name: check for check in self.checks}
+        unmet = []
+        for name, option in self.requested.items():
+            check = ran.get(name)
+            if check is None or check.status is Status.SKIPPED:
+                unmet.append((option, check.detail if check else f"no `{name}` check ran"))
+        return unmet
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass; 1 a check failed; 2 a check asked for was not carried out (and none
+        failed: a failure, a crash included, says more)."""
+        if any(check.status is Status.FAIL for check in self.checks):
+            return 1
+        return 2 if self.unmet else 0
 
     def to_dict(self) -> dict[str, Any]:
         from cudalint.runtime.smoke.identity import SCHEMA
@@ -118,6 +147,7 @@ class SmokeReport:
             "warnings": self.warnings,
             "error": self.error,
             "saved_reference": self.saved_reference,
+            "requested": self.requested,
             **self.extra,
             **{key: self.identity[key] for key in IDENTITY_TAIL if key in self.identity},
         }
@@ -138,6 +168,7 @@ class SmokeReport:
             error=data.get("error"),
             saved_reference=data.get("saved_reference"),
             extra={key: data[key] for key in EXTRA_SECTIONS if key in data},
+            requested=dict(data.get("requested") or {}),
             identity={key: data[key] for key in (*IDENTITY_HEAD, *IDENTITY_TAIL)
                       if key in data},
         )

@@ -16,6 +16,7 @@ per-dtype default for the other). The report records which of the three was used
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,8 @@ from typing import Any
 from cudalint.runtime.smoke.compare import Tolerance
 from cudalint.runtime.smoke.errors import HarnessError
 from cudalint.runtime.smoke.target import TargetSpec
+from cudalint.runtime.smoke.tolerances import COMMAND_LINE, DEFAULT, PYPROJECT
 
-DEFAULT = "default"
-COMMAND_LINE = "command line"
-PYPROJECT = "[tool.cudalint.smoke]"
 _TABLE = "[tool.cudalint.smoke]"
 _KEYS = frozenset({"rtol", "atol", "outputs"})
 
@@ -72,11 +71,47 @@ def resolve_tolerance(rtol: float | None, atol: float | None,
                      per_output=per_output), PYPROJECT
 
 
-def tolerance_record(tolerance: Tolerance, source: str) -> dict[str, Any]:
-    """The report's `tolerance`: None for a value left to the per-dtype default."""
-    return {"rtol": tolerance.rtol, "atol": tolerance.atol, "source": source,
-            "per_output": {name: {"rtol": own.rtol, "atol": own.atol}
-                           for name, own in sorted(tolerance.per_output.items())}}
+def tolerance_record(tolerance: Tolerance, source: str, root: Path) -> dict[str, Any]:
+    """The report's `tolerance`: None for a value left to the per-dtype default (the numbers
+    applied to each output are in `differences`, and `float32` gives a float32 output's);
+    `committed` for one declared in the project: whether its pyproject.toml is in git,
+    unchanged, at the run's commit (None outside git)."""
+    rtol, atol = tolerance.for_dtypes("float32")
+    record: dict[str, Any] = {
+        "rtol": tolerance.rtol, "atol": tolerance.atol, "source": source,
+        "per_output": {name: {"rtol": own.rtol, "atol": own.atol}
+                       for name, own in sorted(tolerance.per_output.items())},
+        "float32": {"rtol": rtol, "atol": atol}}
+    if source == PYPROJECT:
+        record["committed"] = committed(root / "pyproject.toml")
+    return record
+
+
+def committed(path: Path) -> bool | None:
+    """Whether `path` is tracked by git and unchanged since the last commit; None when it is
+    not in a git work tree (or git is missing)."""
+    import subprocess
+
+    def git(*args: str) -> int | None:
+        try:
+            return subprocess.run(["git", "-C", str(path.parent), *args], capture_output=True,
+                                  timeout=10, check=False).returncode
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    if git("rev-parse", "--verify", "HEAD") != 0:
+        return None
+    return (git("ls-files", "--error-unmatch", path.name) == 0
+            and git("diff", "--quiet", "HEAD", "--", path.name) == 0)
+
+
+def declared_table(root: Path) -> bool:
+    """Whether the project's pyproject.toml has a [tool.cudalint.smoke] table (one that cannot
+    be read counts as declared: the run reports it)."""
+    try:
+        return bool(_smoke_table(root / "pyproject.toml"))
+    except HarnessError:
+        return True
 
 
 def _smoke_table(path: Path) -> Mapping[str, Any]:
@@ -107,6 +142,9 @@ def _number(table: Mapping[str, Any], key: str, where: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
         raise problem
     try:
-        return float(value)
+        number = float(value)
     except OverflowError:  # a whole number beyond any float
         raise problem from None
+    if not math.isfinite(number):  # TOML's inf
+        raise problem
+    return number

@@ -9,6 +9,7 @@ import inspect
 import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -188,6 +189,11 @@ def run_target(target: Target, device: torch.device,
     """Seed, then call the target with `device` (and `overrides`, e.g. `batch_size=8`); an
     exception becomes `Outcome.crash`."""
     args, kwargs = _call_arguments(target, device, overrides)
+    if "checkpoint_dir" in parameters(target) and "checkpoint_dir" not in kwargs:
+        # A target written for --kill-after saves as it goes: a run without the kill gives it a
+        # folder of its own, so that `Path(checkpoint_dir)` never meets None.
+        with tempfile.TemporaryDirectory(prefix="cudalint-checkpoints-") as folder:
+            return run_target(target, device, {**(overrides or {}), "checkpoint_dir": folder})
     started = time.perf_counter()
     with device_override(device):
         seed_everything()

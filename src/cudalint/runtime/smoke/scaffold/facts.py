@@ -69,6 +69,9 @@ class ModelClass:
     first_layer: Layer | None  # what forward applies to its first argument
     uses: set[str]  # the names its body reads
     node: ast.ClassDef
+    # How the loss is read from what forward returns when it takes the targets too
+    # (`return logits, loss` -> "[1]"; `return {"loss": ...}` -> "['loss']"), with that line.
+    loss_output: tuple[str, Site] | None = None
 
     @property
     def in_tests(self) -> bool:
@@ -89,6 +92,7 @@ class Call:
     site: Site
     keywords: dict[str, str]  # the literal ones
     sources: dict[str, str] = field(default_factory=dict)  # every keyword's source
+    args: tuple[str, ...] = ()  # the positional arguments' sources (a loss's: output, target)
 
 
 @dataclass
@@ -97,6 +101,9 @@ class ProjectFacts:
     models: list[ModelClass] = field(default_factory=list)
     optimizers: list[Call] = field(default_factory=list)
     losses: list[Call] = field(default_factory=list)
+    # calls of a loss module the project built (`criterion(model(x), y)`): the class, its
+    # literal keywords, and the call's arguments
+    loss_uses: list[Call] = field(default_factory=list)
     checkpoints: list[Call] = field(default_factory=list)
     # literal arguments where a class is constructed: name -> [(positional, keywords, site)]
     constructions: dict[str, list[tuple[list[str], dict[str, str], Site]]] = field(
@@ -222,6 +229,7 @@ class _Reader(ast.NodeVisitor):
         self.facts, self.path, self.classes = facts, path, classes
         self.names = aliases(facts.modules[path])
         self.source = facts.sources[path]
+        self.loss_modules: dict[str, Call] = {}  # a name bound to a built loss -> its build
 
     def site(self, node: ast.AST) -> Site:
         line = getattr(node, "lineno", 1)
@@ -241,6 +249,13 @@ class _Reader(ast.NodeVisitor):
                 if isinstance(target, ast.Name):
                     self.facts.config.setdefault(target.id.lower(), (repr(node.value.value),
                                                                      self.site(node)))
+        # `criterion = nn.CrossEntropyLoss()` or `self.loss_fn = ...`: its calls are the loss.
+        if isinstance(node.value, ast.Call) and len(node.targets) == 1:
+            name = qualname(node.value.func, self.names) or ""
+            bound = _bound_name(node.targets[0])
+            if bound and _is_loss(name) and name.rsplit(".", 1)[-1][:1].isupper():
+                self.loss_modules[bound] = Call(name, self.site(node),
+                                                _literal_keywords(node.value))
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -251,7 +266,11 @@ class _Reader(ast.NodeVisitor):
         if name.startswith("torch.optim.") and short[:1].isupper() and "lr_scheduler" not in name:
             self.facts.optimizers.append(Call(name, self.site(node), keywords, sources))
         elif _is_loss(name):
-            self.facts.losses.append(Call(name, self.site(node), keywords))
+            self.facts.losses.append(Call(name, self.site(node), keywords, sources,
+                                          tuple(ast.unparse(arg) for arg in node.args)))
+        elif (built := self.loss_modules.get(_bound_name(node.func) or "")) and len(node.args) > 1:
+            self.facts.loss_uses.append(Call(built.qualname, self.site(node), built.keywords, {},
+                                             tuple(ast.unparse(arg) for arg in node.args)))
         elif name in _CHECKPOINT_CALLS or short in ("save_checkpoint", "load_checkpoint"):
             self.facts.checkpoints.append(Call(name, self.site(node), keywords))
         elif short == "add_argument":
@@ -282,8 +301,37 @@ class _Reader(ast.NodeVisitor):
         first = _first_layer(forward, layers) if forward else None
         uses = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         uses |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+        loss = _loss_output(forward, self) if forward and len(forward_params) > 1 else None
         return ModelClass(node.name, self.path, self.site(node), params, forward_params, first,
-                          uses, node)
+                          uses, node, loss)
+
+
+def _bound_name(node: ast.expr) -> str | None:
+    """`criterion` for `criterion` and `self.criterion`."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return node.attr
+    return None
+
+
+def _loss_output(forward: ast.FunctionDef, reader: _Reader) -> tuple[str, Site] | None:
+    """Where a forward that takes the targets returns its loss: a tuple's item or a dict's
+    key named like a loss."""
+    for node in ast.walk(forward):
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        value = node.value
+        if isinstance(value, ast.Tuple):
+            for index, item in enumerate(value.elts):
+                if isinstance(item, ast.Name) and "loss" in item.id.lower():
+                    return f"[{index}]", reader.site(node)
+        if isinstance(value, ast.Dict):
+            for key in value.keys:
+                if (isinstance(key, ast.Constant) and isinstance(key.value, str)
+                        and "loss" in key.value.lower()):
+                    return f"[{key.value!r}]", reader.site(node)
+    return None
 
 
 def _is_loss(name: str) -> bool:

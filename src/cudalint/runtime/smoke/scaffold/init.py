@@ -50,6 +50,25 @@ def init_target(location: str | None, force: bool) -> str:
     except WriteError as error:
         raise HarnessError(f"{target}: {error}") from None
     edit = f", {written.to_edit} with nothing to go on" if written.to_edit else ""
-    return (f"wrote {target} from {', '.join(written.found)}: {written.guesses} guess(es) "
-            f"marked '# GUESS: confirm'{edit}; check them, then run "
-            f"`cudalint smoke {target}:train_step`")
+    wrote = (f"wrote {target} from {', '.join(written.found)}: {written.guesses} guess(es) "
+             f"marked '# GUESS: confirm'{edit}; check them, then run "
+             f"`cudalint smoke {target}:train_step`")
+    return wrote + _tolerance_proposal(root)
+
+
+# What --init proposes to declare where the project declares no tolerance yet.
+TOLERANCE_PROPOSAL = """
+[tool.cudalint.smoke]
+rtol = 1e-4   # float32's defaults are rtol 1.3e-06, atol 1e-05: another device sums in
+atol = 1e-5   # another order; choose what your study accepts, before you see a result"""
+
+
+def _tolerance_proposal(root: Path) -> str:
+    """The table to commit, when pyproject.toml has no [tool.cudalint.smoke] (a table that is
+    there but wrong is the run's error to report)."""
+    from cudalint.runtime.smoke.settings import declared_table
+
+    if declared_table(root):
+        return ""
+    return ("\nno tolerance is declared: decide it before the first run, add it to "
+            f"{root / 'pyproject.toml'} and commit it:{TOLERANCE_PROPOSAL}")

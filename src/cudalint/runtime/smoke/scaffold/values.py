@@ -1,5 +1,5 @@
 """The guesses a written target makes: the model to build and its constructor's arguments, the
-input its forward takes, the optimizer, the loss and the targets it compares with. Each guess
+input its forward takes and the optimizer (the loss: `loss.py`). Each guess
 says where it came from, for the `# GUESS:` comment above it."""
 
 from __future__ import annotations
@@ -31,11 +31,6 @@ _FEATURE_LAYERS = {"Linear": "({}, {n})", "LayerNorm": "({}, {n})", "BatchNorm1d
                    "Conv1d": "({}, {n}, 64)", "Conv2d": "({}, {n}, 32, 32)",
                    "BatchNorm2d": "({}, {n}, 32, 32)", "Conv3d": "({}, {n}, 8, 16, 16)"}
 _RECURRENT = frozenset({"LSTM", "GRU", "RNN"})
-_CLASS_TARGET_LOSSES = frozenset({"CrossEntropyLoss", "NLLLoss", "cross_entropy", "nll_loss"})
-_BINARY_LOSSES = frozenset({"BCELoss", "BCEWithLogitsLoss", "binary_cross_entropy",
-                            "binary_cross_entropy_with_logits"})
-_VALUE_LOSSES = frozenset({"MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "mse_loss",
-                           "l1_loss", "smooth_l1_loss", "huber_loss"})
 
 
 @dataclass(frozen=True)
@@ -146,30 +141,6 @@ def optimizer_guess(facts: ProjectFacts) -> Choice:
         reason += " (its lr is not a number there: 1e-3 here)"
     return Choice(found.qualname, found,
                   Guess(", ".join(f"{k}={v}" for k, v in keywords.items()), reason))
-
-
-def loss_guess(facts: ProjectFacts) -> Choice:
-    """The loss to build; the guess is how its targets are made from `output` (None when no
-    loss was found: the mean square of the output stands in)."""
-    found = _first(facts.losses)
-    if found is None:
-        return Choice(None, None, Guess(None, "no loss found in the project: the mean square "
-                                              "of the output is the loss"))
-    short = found.qualname.rsplit(".", 1)[-1]
-    keywords = ", ".join(f"{k}={v}" for k, v in found.keywords.items())
-    loss = (f"nn.{short}({keywords})" if short[:1].isupper()
-            else f"lambda output, target: nn.functional.{short}(output, target)")
-    if short in _CLASS_TARGET_LOSSES:
-        targets, why = ("torch.randint(0, output.shape[1], (output.shape[0], "
-                        "*output.shape[2:]))"), f"class indices for {short}"
-    elif short in _BINARY_LOSSES:
-        targets, why = "torch.rand(output.shape).round()", f"0/1 targets for {short}"
-    elif short in _VALUE_LOSSES:
-        targets, why = "torch.randn(output.shape)", f"values shaped like the output for {short}"
-    else:
-        targets = "torch.randn(output.shape)"
-        why = f"{short} takes targets of a shape not known here: the output's"
-    return Choice(loss, found, Guess(targets, f"{why} ({found.site}: `{found.site.code}`)"))
 
 
 def _config_key(source: str) -> str | None:

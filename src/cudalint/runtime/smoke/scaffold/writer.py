@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cudalint.runtime.smoke.scaffold.facts import ModelClass, Param, ProjectFacts, is_literal
+from cudalint.runtime.smoke.scaffold.loss import LossPlan, loss_plan
 from cudalint.runtime.smoke.scaffold.values import (
     Choice,
     Guess,
     argument_guesses,
     input_guess,
-    loss_guess,
     optimizer_guess,
 )
 
@@ -40,10 +40,12 @@ def write_target(facts: ProjectFacts, model: ModelClass, target: Path) -> Writte
     known |= {param.name: guess.value for param, guess in arguments if guess.value is not None}
     lines = [*_head(facts, target), *_model_source(facts, model, target), *_helpers()]
     lines += _build_model(model, arguments)
-    lines += _inputs(input_guess(model, known))
-    loss, optimizer = loss_guess(facts), optimizer_guess(facts)
-    lines += _targets(loss.guess)
-    lines += _entry_points(facts, loss, optimizer)
+    inputs = input_guess(model, known)
+    lines += _inputs(inputs)
+    loss, optimizer = loss_plan(facts, model, inputs.value or ""), optimizer_guess(facts)
+    lines += _targets(loss)
+    lines += _loss(loss)
+    lines += _entry_points(facts, optimizer)
     start = lines.index("def make_inputs(batch_size: int) -> torch.Tensor:")
     input_line = next(number for number, line in enumerate(lines[start:], start + 1)
                       if line.startswith("    return "))
@@ -51,8 +53,8 @@ def write_target(facts: ProjectFacts, model: ModelClass, target: Path) -> Writte
     guesses = sum(line.strip().startswith(GUESS) for line in lines)
     to_edit = sum("_edit(" in line for line in lines if not line.lstrip().startswith("def "))
     found = [f"{model.name} ({model.site})"]
-    found += [f"{choice.found.qualname.rsplit('.', 1)[-1]} ({choice.found.site})"
-              for choice in (optimizer, loss) if choice.found is not None]
+    found += [f"{call.qualname.rsplit('.', 1)[-1]} ({call.site})"
+              for call in (optimizer.found, loss.found) if call is not None]
     return Written(text, model, guesses, to_edit, found)
 
 
@@ -66,7 +68,7 @@ def _head(facts: ProjectFacts, target: Path) -> list[str]:
         "that does not work stops the run with a message naming the line to edit. Then:",
         "",
         f"    cudalint smoke {name}:forward                  # the model's forward pass",
-        f"    cudalint smoke {name}:train_step               # two optimizer steps",
+        f"    cudalint smoke {name}:train_step               # four steps on one batch",
         f"    cudalint smoke {name}:train_steps --interrupt 2  # a resume from a checkpoint",
         "",
         "Every run is seeded alike, and every random number below is drawn on the CPU and moved,",
@@ -165,9 +167,9 @@ def _helpers() -> list[str]:
         "    return output",
         "",
         "",
-        "def _run(model: nn.Module, inputs: torch.Tensor) -> Any:",
+        "def _run(model: nn.Module, *inputs: torch.Tensor) -> Any:",
         "    try:",
-        "        return model(inputs)",
+        "        return model(*inputs)",
         "    except (RuntimeError, TypeError, ValueError, IndexError) as error:",
         "        if not _SHAPE_ERROR.search(str(error)):",
         "            raise",
@@ -205,19 +207,23 @@ def _inputs(guess: Guess) -> list[str]:
             "", ""]
 
 
-def _targets(guess: Guess) -> list[str]:
-    body = ([f"    return {guess.value}"] if guess.known
-            else ["    return torch.zeros(())  # unused: the mean square of the output is the "
-                  "loss"])
-    return ["def make_targets(output: torch.Tensor) -> torch.Tensor:",
+def _targets(loss: LossPlan) -> list[str]:
+    body = (f"    return {loss.targets}" if loss.targets is not None
+            else f"    return _edit({('make ' + loss.targets_reason)!r})")
+    return ["def make_targets(inputs: torch.Tensor, output: torch.Tensor) -> torch.Tensor:",
             '    """What the loss compares the output with, drawn on the CPU."""',
-            *_guess_lines(guess, "    "), *body, "", ""]
+            f"    {GUESS} {loss.targets_reason}", body, "", ""]
 
 
-def _entry_points(facts: ProjectFacts, loss: Choice, optimizer: Choice) -> list[str]:
-    loss_line = (f"    loss_fn = {loss.build}" if loss.build
-                 else "    loss_fn = lambda output, _target: output.float().pow(2).mean()  "
-                      "# noqa: E731")
+def _loss(loss: LossPlan) -> list[str]:
+    return ["def compute_loss(model: nn.Module, inputs: torch.Tensor,",
+            "                 targets: torch.Tensor) -> torch.Tensor:",
+            '    """The project\'s loss, as it computes it."""',
+            f"    {GUESS} {loss.reason}",
+            *loss.body, "", ""]
+
+
+def _entry_points(facts: ProjectFacts, optimizer: Choice) -> list[str]:
     saves = [f"{call.site}: `{call.site.code}`" for call in facts.checkpoints[:4]]
     checkpoint = ([f"    {GUESS} the checkpoint holds what the project's own saves hold:",
                    *(f"    #   {where}" for where in saves)] if saves
@@ -231,8 +237,9 @@ def _entry_points(facts: ProjectFacts, loss: Choice, optimizer: Choice) -> list[
         "",
         "",
         "def train_step(device: torch.device, batch_size: int = 4) -> dict[str, Any]:",
-        '    """Two optimizer steps: the loss and the weights after them."""',
-        "    state = train_steps(device, batch_size, steps=2)",
+        '    """Four optimizer steps on one batch (the loss must go down): the loss and the',
+        '    weights after them."""',
+        "    state = train_steps(device, batch_size, steps=4)",
         '    return {"loss": state["loss"], "model": state["model"]}',
         "",
         "",
@@ -244,17 +251,18 @@ def _entry_points(facts: ProjectFacts, loss: Choice, optimizer: Choice) -> list[
         "    for module in model.modules():  # each device draws other dropout masks",
         "        if isinstance(module, nn.modules.dropout._DropoutNd):",
         "            module.p = 0.0",
+        "        elif isinstance(module, nn.MultiheadAttention):",
+        "            module.dropout = 0.0",
         "    inputs = make_inputs(batch_size)",
-        "    model.eval()",
-        "    with torch.no_grad():  # the output's shape, for the targets",
-        "        targets = make_targets(_main_output(_run(model, inputs)))",
+        "    # The output's shape in training (a model may give another one in eval mode), for",
+        "    # the targets; the buffers a training pass updates (BatchNorm's) are put back.",
+        "    before = {key: value.clone() for key, value in model.state_dict().items()}",
+        "    with torch.no_grad():",
+        "        targets = make_targets(inputs, _main_output(_run(model.train(), inputs)))",
+        "    model.load_state_dict(before)",
         "    model.to(device).train()",
         *_guess_lines(optimizer.guess, "    "),
         f"    optimizer = {optimizer.build}(model.parameters(), {optimizer.guess.value})",
-        f"    {GUESS} the loss: " + (f"{loss.found.site}: `{loss.found.site.code}`"
-                                   if loss.found else "none found in the project: the mean "
-                                   "square of the output"),
-        loss_line,
         "    start = 0",
         *checkpoint,
         "    if resume is not None:",
@@ -265,7 +273,7 @@ def _entry_points(facts: ProjectFacts, loss: Choice, optimizer: Choice) -> list[
         "    loss = torch.zeros((), device=device)",
         "    for _ in range(start, steps):",
         "        optimizer.zero_grad()",
-        "        loss = loss_fn(_main_output(_run(model, inputs)), targets)",
+        "        loss = compute_loss(model, inputs, targets)",
         "        loss.backward()",
         "        optimizer.step()",
         '    return {"loss": loss.detach(), "model": model.state_dict(),',
