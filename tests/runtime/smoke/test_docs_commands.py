@@ -1,8 +1,9 @@
-"""Every `cudalint smoke` example of the README and of docs/smoke.md and docs/report.md runs as
-written, and passes: on a copy of the demo fixed by `cudalint check --fix` (the examples run
-after it), `--init` on a copy of its own. Two changes, both of this machine: `--device cuda`
-runs on the CPU (no GPU here), and every run is `--in-process` (one torch import for all).
-The examples are read from the files, so an example added without a run here fails the test."""
+"""Every `cudalint smoke` and `cudalint report` example of the README and of docs/index.md,
+docs/smoke.md and docs/report.md runs as written, and passes: on a copy of the demo fixed by
+`cudalint check --fix` (the examples run after it), `--init` on a copy of its own. Two changes,
+both of this machine: `--device cuda` runs on the CPU (no GPU here), and every run is
+`--in-process` (one torch import for all). The examples are read from the files, so an example
+added without a run here fails the test."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 from cudalint.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
-FILES = ("README.md", "docs/smoke.md", "docs/report.md")
+FILES = ("README.md", "docs/index.md", "docs/smoke.md", "docs/report.md")
 _SPAN = re.compile(r"`(cudalint smoke [^`]+)`")
 _PLACEHOLDER = re.compile(r"\[|\.\.\.|\b(TARGET|PATH|FILE|N|SECONDS)\b")
 # Each example, as normalized, and the project it runs in: the demo after --fix, or a copy of
@@ -32,9 +33,25 @@ RUNS = {
      "ref.safetensors"): "fixed",
     ("smoke_target.py:train_step", "--reference", "ref.safetensors"): "fixed",
     ("smoke_target.py:train_step", "--json", "smoke-cpu.json"): "fixed",
+    ("smoke_target.py:train_step", "--json", "run.json"): "fixed",
     ("smoke_target.py:train_step", "--reference", "ref.safetensors", "--json",
      "smoke-mps.json"): "fixed",
 }
+
+
+def _commands(name: str) -> list[str]:
+    """The command lines of a page's bash blocks, continuation lines joined."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    return [line for block in re.findall(r"```bash\n(.*?)```", text, re.S)
+            for line in block.replace("\\\n", " ").splitlines()]
+
+
+def report_examples() -> list[list[str]]:
+    """The `cudalint report` commands of the docs' bash blocks, without `cudalint` and the
+    comment: run in the fixed demo after the smoke examples, whose files they read."""
+    return [shlex.split(line.split("  #")[0].strip())[2:] for name in FILES
+            for line in _commands(name)
+            if line.startswith("cudalint report ") and not _PLACEHOLDER.search(line)]
 
 
 def examples() -> set[tuple[str, ...]]:
@@ -42,10 +59,7 @@ def examples() -> set[tuple[str, ...]]:
     path from the repository dropped, `--device cuda` on the CPU."""
     found = set()
     for name in FILES:
-        text = (ROOT / name).read_text(encoding="utf-8")
-        commands = [line for block in re.findall(r"```bash\n(.*?)```", text, re.S)
-                    for line in block.replace("\\\n", " ").splitlines()]
-        commands += _SPAN.findall(text)
+        commands = _commands(name) + _SPAN.findall((ROOT / name).read_text(encoding="utf-8"))
         for command in commands:
             command = command.split("  #")[0].strip()
             argv = shlex.split(command)[2:] if command.startswith("cudalint smoke") else []
@@ -74,7 +88,7 @@ def _inside(folder: Path) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], int]:
+def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("docs")
     projects = {kind: base / kind for kind in ("fixed", "init")}
     for folder in projects.values():
@@ -82,12 +96,33 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], 
                         ignore=shutil.ignore_patterns("__pycache__", "*.pt"))
     (projects["init"] / "smoke_target.py").unlink()
     assert main(["check", "--fix", "--quiet", str(projects["fixed"])]) in (0, 1)
+    return projects
+
+
+@pytest.fixture(scope="module")
+def outcomes(projects: dict[str, Path]) -> dict[tuple[str, ...], int]:
     codes = {}
     for argv, kind in RUNS.items():
         with _inside(projects[kind]):
             codes[argv] = main(["smoke", *argv, *(() if argv == ("--init",) else
                                                   ("--in-process",))])
     return codes
+
+
+def test_every_report_example_runs_as_written(projects: dict[str, Path],
+                                             outcomes: dict[tuple[str, ...], int],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """After the smoke examples wrote their files: each `cudalint report` line exits 0 and
+    writes what it names (`-o`)."""
+    found = report_examples()
+    assert len(found) >= 3  # docs/index.md's and docs/report.md's trial
+    for argv in found:
+        with _inside(projects["fixed"]):
+            code = main(["report", *argv])
+        capsys.readouterr()
+        assert code == 0, argv
+        if "-o" in argv:
+            assert (projects["fixed"] / argv[argv.index("-o") + 1]).stat().st_size > 0
 
 
 def test_every_smoke_example_of_the_docs_is_run_here() -> None:
