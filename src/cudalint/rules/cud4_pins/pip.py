@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from cudalint.engine.contract import FileRule, Invalid, Valid
@@ -33,6 +34,11 @@ _INDEX_VARIABLES = {
     "UV_EXTRA_INDEX_URL": "--extra-index-url",
     "UV_INDEX": "--extra-index-url",
 }
+
+
+def _name(requirement: str) -> str:
+    """The distribution a requirement line names (`nvidia-cudnn-cu12==9.1.0.70 ; ...`)."""
+    return re.split(r"[\s;=<>!~\[@(]", requirement, maxsplit=1)[0]
 
 
 def line_problem(line: Line) -> Problem | None:
@@ -94,9 +100,13 @@ class PipCudaPin(FileRule):
     (`install_requires`, `extras_require`, read without running setup.py); and in `pip
     install`/`uv pip install`/`uv add` commands of scripts, Dockerfiles and notebooks.
 
-    `torch==2.1.0` without a CUDA marker is not reported, nor is a `cpu` index. A pin kept
-    off macOS by a marker (`triton; sys_platform == "linux"`), and one in an optional extra
-    or dependency group, is guarded (one severity lower).
+    `torch==2.1.0` without a CUDA marker is not reported, nor is a `cpu` index. A pin in an
+    optional extra or dependency group is guarded (one severity lower). A pin whose marker
+    keeps it off macOS (`triton; sys_platform == "linux"`,
+    `nvidia-cudnn-cu12==9.1.0.70 ; platform_machine == 'x86_64' and sys_platform == 'linux'`)
+    is skipped by pip on a Mac: it is info, and a requirements file (a pip-compile or
+    `uv export` lock) with several such lines gets one finding for all of them, at the first,
+    with their count.
 
     ## Why is this bad?
     These pins resolve to Linux CUDA wheels. On a Mac the install fails (there is no
@@ -122,7 +132,7 @@ class PipCudaPin(FileRule):
 
     code = "CUD402"
     name = "pip-cuda-pin"
-    site_severities = (Severity.WARNING,)
+    site_severities = (Severity.WARNING, Severity.INFO)
     message = "pip pin that needs CUDA"
     file_kinds = frozenset({FileKind.REQUIREMENTS, FileKind.PYPROJECT, FileKind.SETUP_CFG,
                             *scripts.SCRIPT_RULE_KINDS})
@@ -191,11 +201,29 @@ class PipCudaPin(FileRule):
                                   guarded=command.guarded)
 
     def _requirements(self, source: SourceFile) -> Iterator[Finding]:
+        off_macos: list[tuple[Line, Problem]] = []
         for line in read_lines(source.lines):
             problem = line_problem(line)
-            if problem is not None:
+            if problem is not None and problem.off_macos:
+                off_macos.append((line, problem))
+            elif problem is not None:
                 column = line.value_column if line.option else line.column
                 yield finding(self, source, (line.row, column), problem)
+        if off_macos:
+            yield self._off_macos(source, off_macos)
+
+    def _off_macos(self, source: SourceFile, pins: list[tuple[Line, Problem]]) -> Finding:
+        """The pins a marker keeps off macOS (a lock export lists torch's Linux-only CUDA
+        dependencies so): one info finding for the file, at the first, with the count."""
+        first, problem = pins[0]
+        if len(pins) > 1:
+            names = [_name(line.text) for line, _ in pins]
+            shown = ", ".join(f"`{name}`" for name in names[:3]) + (", ..." if len(names) > 3
+                                                                       else "")
+            problem = Problem(f"{len(pins)} CUDA pins ({shown}) are kept off macOS by their "
+                              "markers: pip skips them there, so they only matter on Linux "
+                              "with CUDA", Severity.INFO, off_macos=True)
+        return finding(self, source, (first.row, first.column), problem)
 
     def _project_file(self, source: SourceFile) -> Iterator[Finding]:
         read = (project_files.pyproject if source.kind is FileKind.PYPROJECT
