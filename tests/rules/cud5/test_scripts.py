@@ -22,6 +22,27 @@ def test_shell_guards_lower_the_severity(tmp_path):
         (2, 5, "warning", True), (4, 1, "warning", True), (5, 1, "error", False)]
 
 
+def test_a_list_after_a_users_setting_is_no_guard(tmp_path):
+    # a launcher that counts the GPUs unless the user said how many: the test reads the
+    # user's variable, not the driver, in the `&&` form as in the `if` form
+    script = (
+        "#!/bin/bash\n"
+        "# count the GPUs with nvidia-smi unless n_gpu is set\n"
+        '[ -z "$n_gpu" ] && n_gpu=$(nvidia-smi -L | wc -l)\n'
+        'if [ -z "$n_gpu" ]; then\n'
+        "    n_gpu=$(nvidia-smi -L | wc -l)\n"
+        "fi\n"
+        '[ "${USE_GPU:-0}" = 1 ] && nvidia-smi --query-gpu=name --format=csv\n'
+        "! command -v nvcc >/dev/null && nvcc --version\n"
+        "command -v nvidia-smi >/dev/null && nvidia-smi -L\n"
+        "[ -d /usr/local/cuda ] && nvcc --version\n"
+        'echo "using $n_gpu GPUs (nvidia-smi -L)"\n'
+    )
+    assert _found(tmp_path, script, "launch.sh", "CUD501") == [
+        (3, 28, "error", False), (5, 13, "error", False), (7, 28, "error", False),
+        (8, 33, "error", False), (9, 37, "warning", True), (10, 27, "warning", True)]
+
+
 def test_makefile_conditionals_guard(tmp_path):
     makefile = ("ifneq ($(shell which nvcc),)\nkern:\n\tnvcc -o k k.cu\nelse\nkern:\n"
                 "\tnvcc --version\nendif\n")

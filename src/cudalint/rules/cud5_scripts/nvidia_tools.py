@@ -69,7 +69,10 @@ class NvidiaToolCall(FileRule):
     A call whose failure is handled is guarded (a warning): in an `if` condition or after
     `command -v nvidia-smi &&` in shell, before `|| true`, in an `if` branch testing for
     CUDA, or in Python inside `try` catching `FileNotFoundError`/`OSError`/
-    `CalledProcessError`.
+    `CalledProcessError`. A `test && nvidia-smi` list is guarded only when the test is
+    itself a CUDA or driver probe (`nvidia-smi -L &&`, `command -v nvcc &&`,
+    `[ -d /usr/local/cuda ] &&`), never when it tests a user's setting
+    (`[ -z "$n_gpu" ] && n_gpu=$(nvidia-smi -L | wc -l)`, as its `if` form).
 
     ## Why is this bad?
     Neither tool exists on a Mac: the command fails with "command not found" (a script with
