@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from cudalint.engine.contract import Invalid, NodeFix
+from cudalint.engine.walk import visiting
 from cudalint.engine.walk.context import dotted_name
 from cudalint.finding import Applicability, Severity
 from cudalint.rules import args as call_args
@@ -32,8 +34,10 @@ class CudaOnlyMixedPrecision(ApiUseRule):
     Finds CUDA-only mixed precision: `torch.cuda.amp.autocast(...)` (called, in `with`, as a
     decorator), `torch.cuda.amp.GradScaler(...)`, `torch.cuda.amp.custom_fwd` / `custom_bwd`
     (bare or called with `cast_inputs=`), the same names imported with
-    `from torch.cuda.amp import ...`, such an import itself where it is the fallback of
-    `if hasattr(torch.amp, "custom_fwd"): ... else: ...` (or of a `try`), and the literal
+    `from torch.cuda.amp import ...` (each use of an imported name is reported, and the
+    import itself only for a name that no code uses), such an import itself where it is the
+    fallback of `if hasattr(torch.amp, "custom_fwd"): ... else: ...` (or of a `try`, whose
+    uses mean either API and are not reported), and the literal
     `"cuda"` as the device type of the portable APIs: `torch.autocast("cuda")`,
     `torch.autocast(device_type="cuda")`, `torch.amp.autocast("cuda")`,
     `torch.amp.GradScaler("cuda")`, `torch.amp.custom_fwd(device_type="cuda")`.
@@ -97,7 +101,6 @@ class CudaOnlyMixedPrecision(ApiUseRule):
         "with torch.autocast('cpu', dtype=torch.bfloat16):\n    pass\n",
         "scaler = torch.amp.GradScaler(pick_device().type)\n",
         'print("use torch.cuda.amp.autocast()")\n',
-        "from torch.cuda.amp import autocast\n",
         "import torch\nif hasattr(torch.amp, 'custom_fwd'):\n"
         "    from torch.amp import custom_fwd\nelse:\n    from torch.cpu.amp import custom_fwd\n",
         "# with torch.cuda.amp.autocast():\nx = 1\n",
@@ -170,6 +173,14 @@ class CudaOnlyMixedPrecision(ApiUseRule):
             "    scaler = torch.amp.GradScaler(pick_device().type, 2.0**16)\n",
         ),
         Invalid("import torch\nctx = torch.cuda.amp.autocast if amp else nullcontext\n"),
+        Invalid("from torch.cuda.amp import autocast\n"),
+        Invalid("from torch.cuda.amp import GradScaler, autocast\n"
+                "# autocast is not used here\n"
+                "scaler = GradScaler()\n",
+                "from torch.cuda.amp import autocast\nimport torch\n"
+                "from cudalint.device import pick_device\n\n"
+                "# autocast is not used here\n"
+                "scaler = torch.amp.GradScaler(pick_device().type)\n", count=2),
         Invalid("import torch\n\n@torch.cuda.amp.autocast\ndef f(x):\n    return x\n"),
         Invalid("import torch\nwith torch.cuda.amp.autocast(*flags):\n    pass\n"),
         Invalid(
@@ -188,19 +199,34 @@ class CudaOnlyMixedPrecision(ApiUseRule):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         """`from torch.cuda.amp import custom_fwd` where `torch.amp` lacks it: the import is
-        the finding, since the name means either API where it is used."""
+        the finding, since the name means either API where it is used. Elsewhere each use
+        of an imported name is the finding, and the import itself only where no use is."""
         if isinstance(node.names, cst.ImportStar) or node.module is None \
-                or dotted_name(node.module) != "torch.cuda.amp" or not self._in_fallback():
+                or dotted_name(node.module) != "torch.cuda.amp":
             return
+        fallback = self._in_fallback()
         for alias in node.names:
             imported = dotted_name(alias.name)
             api = cuda_api_table.lookup(f"torch.cuda.amp.{imported}")
             if api is None or api.code != self.code:
                 continue
             local = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(local, cst.Name):
-                self._fallbacks.add(local.value)
-            self.report(alias, api.message_for(f"torch.cuda.amp.{imported}"))
+            name = local.value if isinstance(local, cst.Name) else None
+            if fallback and name is not None:
+                self._fallbacks.add(name)
+            if fallback or (name is not None and not self._used(name)):
+                self.report(alias, api.message_for(f"torch.cuda.amp.{imported}"))
+
+    def _used(self, name: str) -> bool:
+        """Whether the module reads `name` besides importing it (a unit the first pass hid
+        counts where it names it)."""
+        if len(re.findall(rf"(?<![\w.]){re.escape(name)}(?!\w)", self.ctx.code)) < 2:
+            return False  # spelled only in the import
+        if name in self.ctx.hidden.words:
+            return True
+        reads = _Reads(name)
+        visiting.visit(self.ctx.module, reads)
+        return reads.found
 
     def _in_fallback(self) -> bool:
         """In the `else:` of `if hasattr(torch.amp, ...)`, or the handler of a `try` that
@@ -283,6 +309,32 @@ class CudaOnlyMixedPrecision(ApiUseRule):
                                                and settings.target_torch >= needs.safe_from_torch):
             return Applicability.SAFE
         return Applicability.UNSAFE
+
+
+class _Reads(cst.CSTVisitor):
+    """Whether a module reads `name`: a Name that is no import's, no attribute's, no
+    assignment's target."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found = False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        visiting.visit(node.value, self)
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False  # `autocast = None` in a fallback binds the name, it reads nothing
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or node.value == self.name
 
 
 def _portable_args(args: Sequence[cst.Arg], api: CudaApi,
