@@ -92,3 +92,41 @@ def test_ci_block_scalars_keep_their_rows(tmp_path):
     )
     assert _found(tmp_path, workflow, ".github/workflows/t.yml", "CUD404") == [
         (7, 23, "warning", False), (8, 26, "warning", False)]
+
+
+def test_nvcc_through_a_variable_or_a_loop_over_candidates(tmp_path):
+    """Issue 41: the program's name reaches the call through a variable of the same function
+    or a loop over candidate paths; names that hold other programs, and prose, stay silent."""
+    source = (
+        "import os\n"
+        "import subprocess\n"
+        "\n"
+        "from torch.utils.cpp_extension import CUDA_HOME\n"
+        "\n"
+        "\n"
+        "def nvcc_version(home):\n"
+        "    for nvcc in [os.path.join(home, 'bin', 'nvcc'), 'nvcc']:\n"
+        "        try:\n"
+        "            return subprocess.check_output([nvcc, '--version'])\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "\n"
+        "\n"
+        "def compile_kernel(src):\n"
+        "    nvcc = 'nvcc'\n"
+        "    subprocess.run([nvcc, '-V'], check=True)\n"
+        "    if CUDA_HOME is not None:\n"
+        "        nvcc = os.path.join(CUDA_HOME, 'bin/nvcc')\n"
+        "        return subprocess.check_output(f'\"{nvcc}\" -c {src}', shell=True)\n"
+        "\n"
+        "\n"
+        "def train():\n"
+        "    tool = 'nvcc'\n"
+        "    print(f'run {tool} to build the kernels')\n"
+        "    python = 'python3'\n"
+        "    subprocess.run([python, 'train.py'])\n"
+        "    for name in ['nvcc', 'gcc']:\n"
+        "        print(name)\n"
+    )
+    assert _found(tmp_path, source, "build.py", "CUD501") == [
+        (10, 45, "warning", True), (17, 21, "error", False), (20, 40, "warning", True)]
