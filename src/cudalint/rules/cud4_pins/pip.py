@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity, error_finding
@@ -63,16 +64,57 @@ def argument_problem(option: str | None, value: str) -> Problem | None:
     return None
 
 
-def pip_command(command: Command) -> Iterator[tuple[Word, Problem]]:
-    """The CUDA pins of a `pip install` (or uv) command, and of pip's index variables."""
-    for option, word in pip_install(program(command)) or ():
-        problem = argument_problem(option, word.value)
+_EXPANSION = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+_FETCHING = ("install", "download", "wheel")  # pip commands that read the indexes
+_DECLARING = frozenset({"export", "declare", "typeset", "readonly", "local"})
+
+
+def pip_command(command: Command, variables: dict[str, str] | None = None,
+                ) -> Iterator[tuple[Word, Problem]]:
+    """The CUDA pins of a `pip install`/`download` (or uv) command, and of pip's index
+    variables; `$NAME` in them read from `variables` (what the script set before)."""
+    variables = {} if variables is None else variables
+    for option, word in pip_install(program(command), _FETCHING) or ():
+        value = _expanded(word.value, variables)
+        problem = argument_problem(option, value)
+        if problem is not None and value != word.value:
+            problem = replace(problem, message=f"{problem.message} (the value of "
+                                               f"`{word.value}`)")
         if problem is not None:
             yield word, problem
     for word in assigned(command):
         name, _, value = word.value.partition("=")
+        value = _expanded(value, variables)
         if name in _INDEX_VARIABLES and (problem := index_problem(_INDEX_VARIABLES[name], value)):
             yield word, problem
+
+
+def pip_commands(commands: Iterable[Command]) -> Iterator[tuple[Command, Word, Problem]]:
+    """`pip_command` over a script's commands in order, following the shell variables it
+    sets (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`)."""
+    variables: dict[str, str] = {}
+    for command in commands:
+        for word, problem in pip_command(command, variables):
+            yield command, word, problem
+        _note_variables(command, variables)
+
+
+def _note_variables(command: Command, variables: dict[str, str]) -> None:
+    """What a command sets for the commands after it: `NAME=value` alone, `export NAME=...`
+    (not `NAME=value cmd`, which sets it for `cmd` only)."""
+    argv = command.argv
+    if argv and argv[0].value not in _DECLARING:
+        return
+    for word in assigned(command):
+        name, equals, value = word.value.partition("=")
+        if equals and not name.endswith("+"):
+            variables[name] = _expanded(value, variables)
+
+
+def _expanded(text: str, variables: dict[str, str]) -> str:
+    if "$" not in text or not variables:
+        return text
+    return _EXPANSION.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), text)
 
 
 class PipCudaPin(FileRule):
@@ -98,7 +140,9 @@ class PipCudaPin(FileRule):
     optional-dependencies, `[dependency-groups]`, `[build-system]`, `[[tool.uv.index]]`,
     `[tool.uv.sources]`, poetry sources and dependencies); in setup.cfg and setup.py
     (`install_requires`, `extras_require`, read without running setup.py); and in `pip
-    install`/`uv pip install`/`uv add` commands of scripts, Dockerfiles and notebooks.
+    install`/`pip download`/`pip wheel`/`uv pip install`/`uv add` commands of scripts,
+    Dockerfiles and notebooks, also where a shell variable the script set before holds the
+    index (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`).
 
     `torch==2.1.0` without a CUDA marker is not reported, nor is a `cpu` index. A pin in an
     optional extra or dependency group is guarded (one severity lower). A pin whose marker
@@ -195,10 +239,9 @@ class PipCudaPin(FileRule):
         else:
             if source.kind is FileKind.DOCKERFILE:
                 yield from self._docker_env(source)
-            for command in scripts.commands(source):
-                for word, problem in pip_command(command):
-                    yield finding(self, source, command.position(word), problem,
-                                  guarded=command.guarded)
+            for command, word, problem in pip_commands(scripts.commands(source)):
+                yield finding(self, source, command.position(word), problem,
+                              guarded=command.guarded)
 
     def _requirements(self, source: SourceFile) -> Iterator[Finding]:
         off_macos: list[tuple[Line, Problem]] = []
