@@ -62,6 +62,18 @@ def read_regular(path: Path | str, limit: int) -> bytes:
     raise TooLarge(size, limit)  # it grew after it was examined
 
 
+def read_head(path: Path | str, size: int) -> bytes:
+    """The first `size` bytes (or fewer) of `path`, a regular file of any size; else
+    ReadError."""
+    descriptor = _open(path, None)
+    try:
+        return os.read(descriptor, size)
+    except OSError as error:
+        raise _cannot(error) from error
+    finally:
+        os.close(descriptor)
+
+
 def chunks(path: Path | str) -> Iterator[bytes]:
     """The bytes of `path`, a regular file of any size, a chunk at a time (to hash it); else
     ReadError."""

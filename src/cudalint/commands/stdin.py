@@ -18,7 +18,7 @@ from cudalint.engine.checkers.job import FileReport
 from cudalint.engine.project import facts as project
 from cudalint.engine.running.discovery import is_excluded
 from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
-from cudalint.kinds import FileKind, classify
+from cudalint.kinds import FileKind, classify, is_conda_environment
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -56,6 +56,8 @@ def file_kind(name: Path | None, data: bytes) -> FileKind | None:
     if name is None:
         return FileKind.PYTHON
     kind = classify(name)
+    if kind is None and name.suffix in (".yml", ".yaml"):
+        return FileKind.CONDA if is_conda_environment(data[:16 * 1024]) else None
     if kind is not None or name.suffix not in ("", ".pyw"):
         return kind
     first = data.split(b"\n", 1)[0]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from cudalint.config import Config, ConfigError, project_root
 from cudalint.engine.reading.reader import read_text
-from cudalint.kinds import FileKind, classify
+from cudalint.kinds import FileKind, by_content, classify
 
 
 class PathError(Exception):
@@ -72,7 +72,7 @@ def discover(
             continue
         if path.is_dir():
             for file in _walk(path.resolve(), root, config, exclude, errors):
-                kind = classify(file)
+                kind = classify(file) or by_content(file)
                 if kind is not None and kind.value not in excluded_kinds:
                     found[file] = kind
             continue
@@ -340,7 +340,7 @@ def _explicit_kind(path: Path) -> FileKind | None:
     if path.suffix in (".py", ".pyw"):
         return FileKind.PYTHON
     if path.suffix:
-        return None
+        return by_content(path)
     try:
         with path.open("rb") as file:
             first = file.readline(200)
