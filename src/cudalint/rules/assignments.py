@@ -126,11 +126,6 @@ class TracksAssignments(PythonRule):
                 return scope[name.value]
         return None
 
-    def local_binding(self, name: cst.Name) -> Binding | None:
-        """The binding of `name` in the current scope only (a function's own, or the
-        module's at module level): what the unit being walked itself assigns."""
-        return self._scopes[-1].get(name.value)
-
     def resolve(self, expr: cst.BaseExpression) -> tuple[cst.BaseExpression, Binding | None]:
         """`expr`, or the value a name in it was last assigned, following names a few hops;
         with the last binding followed (None when `expr` is not a bound name)."""

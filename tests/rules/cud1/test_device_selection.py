@@ -240,7 +240,8 @@ SETTING_CHOICES = '''\
         name = "cuda" if cfg.fp16 else "cpu"
         stats = {"cuda" if cfg.fp16 else "cpu": 0.0}
         other = "cuda" if torch.cuda.is_available() else "mps"
-        return x, y, d, name, stats, other
+        device_name = "cuda" if not cfg.device else cfg.device  # a default, not a choice
+        return x, y, d, name, stats, other, device_name
     '''
 
 

@@ -17,6 +17,7 @@ from cudalint.rules.cud1_device.device_strings import (
     DeviceString,
     cuda_device_expr,
     device_replacement,
+    is_cpu_device,
     is_device_name,
     parse_device_string,
 )
@@ -36,11 +37,11 @@ class HardcodedCudaDevice(TracksAssignments):
     `device=` or `map_location=` keyword, `torch.set_default_device`, an argparse `--device`
     default, a constant, variable, attribute or parameter named like a device
     (`DEVICE = "cuda"`), a kwargs dict, or a local variable that reaches one of these
-    (`loc = f"cuda:{r}"; torch.load(p, map_location=loc)`); also as a branch of a choice
-    whose test is no CUDA check (`device = "cuda" if cpu_group is None else "cpu"`,
-    `x.to("cuda" if cfg.fp16 else "cpu")`; with a CUDA check it is CUD103's). Strings in
-    messages, logs, docstrings, comments, dict keys, comparisons and run names are not
-    reported.
+    (`loc = f"cuda:{r}"; torch.load(p, map_location=loc)`); also as a branch of a
+    CUDA-or-CPU choice whose test is no CUDA check (`device = "cuda" if cpu_group is None
+    else "cpu"`, `x.to("cuda" if cfg.fp16 else "cpu")`; with a CUDA check it is CUD103's).
+    Strings in messages, logs, docstrings, comments, dict keys, comparisons and run names
+    are not reported.
 
     ## Why is this bad?
     A CUDA device fails on a Mac and on a CPU-only machine:
@@ -234,8 +235,7 @@ class HardcodedCudaDevice(TracksAssignments):
         CUDA check makes it CUD103's, or a branch that runs only with CUDA)."""
         level = 1
         while isinstance(branch := self.ctx.parent(level), cst.IfExp) \
-                and self.ctx.parent(level - 1) is not branch.test and not _tests_cuda(
-                    self.ctx, branch.test):
+                and _other_way_cpu(self.ctx, branch, self.ctx.parent(level - 1)):
             level += 1
         parent, grandparent = self.ctx.parent(level), self.ctx.parent(level + 1)
         if level > 1 and isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call) \
@@ -317,15 +317,30 @@ def _tests_cuda(ctx: PythonContext, test: cst.BaseExpression) -> bool:
     return selects_cuda(ctx, test) or is_cuda_absence(ctx, test)
 
 
+def _other_way_cpu(ctx: PythonContext, choice: cst.IfExp, branch: cst.CSTNode | None) -> bool:
+    """`branch` is one way of a CUDA-or-CPU choice whose test is no CUDA check: the other
+    way is the CPU (`"cuda" if cpu_group is None else "cpu"`; not `"cuda" if not name else
+    name`, a default)."""
+    if branch is choice.body:
+        other = choice.orelse
+    elif branch is choice.orelse:
+        other = choice.body
+    else:
+        return False
+    return is_cpu_device(ctx, other) and not _tests_cuda(ctx, choice.test)
+
+
 def _branch_devices(ctx: PythonContext, value: cst.BaseExpression) -> list[DeviceString]:
-    """The CUDA device string `value` is, or those its branches are where it is a choice
-    whose test is no CUDA check (`"cuda" if cpu_group is None else "cpu"`)."""
+    """The CUDA device string `value` is, or the one a CUDA-or-CPU choice whose test is no
+    CUDA check gives (`"cuda" if cpu_group is None else "cpu"`)."""
     device = parse_device_string(value)
     if device is not None:
         return [device]
-    if not isinstance(value, cst.IfExp) or _tests_cuda(ctx, value.test):
+    if not isinstance(value, cst.IfExp):
         return []
-    return [*_branch_devices(ctx, value.body), *_branch_devices(ctx, value.orelse)]
+    return [found for branch in (value.body, value.orelse)
+            if _other_way_cpu(ctx, value, branch)
+            for found in _branch_devices(ctx, branch)]
 
 
 def _is_device_sink(name: str | None, call: cst.Call, arg: cst.Arg) -> bool:

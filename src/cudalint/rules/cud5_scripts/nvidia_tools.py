@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cudalint.engine.contract import FileRule, Invalid, Valid
+from cudalint.engine.contract import FileRule, Invalid, PythonRule, Valid
+from cudalint.engine.walk import scopes
 from cudalint.kinds import SHELL_RULE_KINDS, SourceFile
-from cudalint.rules.assignments import TracksAssignments
 
 if TYPE_CHECKING:
+    from cudalint.engine.walk.context import PythonContext
     from cudalint.finding import Finding
     from cudalint.formats.shell import Command, Word
 
@@ -131,7 +132,7 @@ class NvidiaToolCall(FileRule):
                                    guarded=command.guarded)
 
 
-class NvidiaToolSubprocess(TracksAssignments):
+class NvidiaToolSubprocess(PythonRule):
     """
     ## What it does
     Finds `nvidia-smi` and `nvcc` run from Python: `subprocess.run/call/check_output/Popen`
@@ -192,6 +193,10 @@ class NvidiaToolSubprocess(TracksAssignments):
                 "        except OSError:\n            continue\n"),
     )
 
+    def __init__(self, ctx: PythonContext) -> None:
+        super().__init__(ctx)
+        self._assigned: dict[int, dict[str, list[cst.BaseExpression]]] = {}
+
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_name(node) not in _SUBPROCESS or not node.args:
             return
@@ -237,15 +242,21 @@ class NvidiaToolSubprocess(TracksAssignments):
 
     def _value_of(self, name: cst.Name) -> cst.BaseExpression | None:
         """The candidates of the loop `name` runs over (`for nvcc in [a, "nvcc"]:`), or the
-        value the current scope last gave it."""
+        last value the enclosing function (or, at module level, the module) assigns it:
+        only what the unit being walked itself assigns, which names this rule's terms."""
+        scope: cst.CSTNode = self.ctx.module
         for node in self.ctx.ancestors():
             if isinstance(node, cst.For) and isinstance(node.target, cst.Name) \
                     and node.target.value == name.value:
                 return node.iter
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                scope = node
                 break
-        binding = self.local_binding(name)
-        return None if binding is None else binding.value
+        known = self._assigned.get(id(scope))
+        if known is None:  # read once per scope, only where a call runs a variable
+            known = self._assigned[id(scope)] = scopes.assignments(scope)
+        values = known.get(name.value)
+        return values[-1] if values else None
 
     def _template(self, expr: cst.BaseExpression) -> str | None:
         """The text of a string built from literals and values (`cuda_dir + "/bin/nvcc"`,
