@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from cudalint.engine.contract import Invalid, NodeFix
-from cudalint.engine.walk import visiting
 from cudalint.engine.walk.context import dotted_name
 from cudalint.finding import Applicability, Severity
 from cudalint.rules import args as call_args
@@ -196,6 +194,9 @@ class CudaOnlyMixedPrecision(ApiUseRule):
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)
         self._fallbacks: set[str] = set()  # names imported from torch.cuda.amp as a fallback
+        # names imported from torch.cuda.amp that no use has been met of yet: the import,
+        # its message, whether it is guarded
+        self._unused: dict[str, tuple[cst.ImportAlias, str, bool]] = {}
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         """`from torch.cuda.amp import custom_fwd` where `torch.amp` lacks it: the import is
@@ -212,21 +213,18 @@ class CudaOnlyMixedPrecision(ApiUseRule):
                 continue
             local = alias.asname.name if alias.asname is not None else alias.name
             name = local.value if isinstance(local, cst.Name) else None
-            if fallback and name is not None:
-                self._fallbacks.add(name)
-            if fallback or (name is not None and not self._used(name)):
-                self.report(alias, api.message_for(f"torch.cuda.amp.{imported}"))
+            message = api.message_for(f"torch.cuda.amp.{imported}")
+            if fallback:
+                if name is not None:
+                    self._fallbacks.add(name)
+                self.report(alias, message)
+            elif name is not None and name not in self.ctx.hidden.words:
+                # reported when the walk ends, if no use of it was met (`check_use`)
+                self._unused[name] = (alias, message, self.ctx.is_guarded())
 
-    def _used(self, name: str) -> bool:
-        """Whether the module reads `name` besides importing it (a unit the first pass hid
-        counts where it names it)."""
-        if len(re.findall(rf"(?<![\w.]){re.escape(name)}(?!\w)", self.ctx.code)) < 2:
-            return False  # spelled only in the import
-        if name in self.ctx.hidden.words:
-            return True
-        reads = _Reads(name)
-        visiting.visit(self.ctx.module, reads)
-        return reads.found
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for alias, message, guarded in self._unused.values():
+            self.report(alias, f"{message} (imported, and used nowhere)", guarded=guarded)
 
     def _in_fallback(self) -> bool:
         """In the `else:` of `if hasattr(torch.amp, ...)`, or the handler of a `try` that
@@ -266,6 +264,8 @@ class CudaOnlyMixedPrecision(ApiUseRule):
         node = use.node
         if use.api.code != self.code or use.api.portable is None:
             return
+        if isinstance(node, cst.Name):
+            self._unused.pop(node.value, None)
         if isinstance(node, cst.Name) and node.value in self._fallbacks:
             return  # reported at the import
         message = use.api.message_for(use.name)
@@ -309,32 +309,6 @@ class CudaOnlyMixedPrecision(ApiUseRule):
                                                and settings.target_torch >= needs.safe_from_torch):
             return Applicability.SAFE
         return Applicability.UNSAFE
-
-
-class _Reads(cst.CSTVisitor):
-    """Whether a module reads `name`: a Name that is no import's, no attribute's, no
-    assignment's target."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-        self.found = False
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        visiting.visit(node.value, self)
-        return False
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
-        return False  # `autocast = None` in a fallback binds the name, it reads nothing
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found = self.found or node.value == self.name
 
 
 def _portable_args(args: Sequence[cst.Arg], api: CudaApi,

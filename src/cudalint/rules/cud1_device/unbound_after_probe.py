@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -139,13 +138,21 @@ class UnboundAfterProbe(PythonRule):
         if not names:
             return
         scope = self._scope()
-        names -= _bound_elsewhere(self.ctx.module if scope is None else scope, node.body,
-                                  self._other_accelerator_only)
+        statements = list(getattr(block, "body", ()))
+        # what an `elif`, or a separate `if` of the block, of an accelerator a Mac lacks
+        # binds (`if torch.xpu.is_available():`)
+        skipped = [node.body, *(s.body for s in statements if type(s) is cst.If
+                                and s is not node and self._other_accelerator_only(s))]
+        branch = node.orelse
+        while isinstance(branch, cst.If):
+            if self._other_accelerator_only(branch):
+                skipped.append(branch.body)
+            branch = branch.orelse
+        names -= _bound_elsewhere(self.ctx.module if scope is None else scope, skipped)
         if scope is None:
             names -= self.ctx.hidden.top_level_names
         if not names:
             return
-        statements = list(getattr(block, "body", ()))
         following = statements[statements.index(node) + 1:] if node in statements else []
         reads = _Reads(names)
         for statement in following:
@@ -201,23 +208,23 @@ class UnboundAfterProbe(PythonRule):
         return None
 
     def _other_accelerator_only(self, node: cst.If) -> bool:
-        """A separate `if` (no CUDA check) whose body runs only with an accelerator a Mac
+        """A separate `if` of the same block whose body runs only with an accelerator a Mac
         lacks (`if torch.xpu.is_available():`): what it binds stays unbound on a Mac."""
         device = self._other_accelerator(node.test)
         return device is not None and device != "mps"
 
 
 def _bound_in(suite: cst.CSTNode) -> set[str]:
-    finder = _Bindings(skip=None)
+    finder = _Bindings(skip=[])
     visiting.visit(suite, finder)
     return finder.names
 
 
-def _bound_elsewhere(scope: cst.FunctionDef | cst.Module, body: cst.CSTNode,
-                     skips_branch: Callable[[cst.If], bool]) -> set[str]:
-    """What the scope binds outside the CUDA branch `body` (parameters and `global` names
-    included) and outside the branches of other accelerators a Mac lacks (`skips_branch`)."""
-    finder = _Bindings(skip=body, skips_branch=skips_branch)
+def _bound_elsewhere(scope: cst.FunctionDef | cst.Module, bodies: list[cst.BaseSuite],
+                     ) -> set[str]:
+    """What the scope binds outside the CUDA branch and the other `bodies` (parameters and
+    `global` names included)."""
+    finder = _Bindings(skip=bodies)
     if isinstance(scope, cst.Module):
         for statement in scope.body:
             visiting.visit(statement, finder)
@@ -231,20 +238,13 @@ class _Bindings(cst.CSTVisitor):
     """The names a block binds in its own scope (nested functions and classes bind their
     own name only), and those it declares `global`/`nonlocal`."""
 
-    def __init__(self, skip: cst.CSTNode | None,
-                 skips_branch: Callable[[cst.If], bool] | None = None) -> None:
+    def __init__(self, skip: list[cst.BaseSuite]) -> None:
         super().__init__()
         self.names: set[str] = set()
-        self._skip = skip
-        self._skips_branch = skips_branch
+        self._skip = {id(node) for node in skip}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if node is self._skip:
-            return False
-        if self._skips_branch is not None and type(node) is cst.If \
-                and self._skips_branch(node):  # type: ignore[arg-type]
-            if node.orelse is not None:  # type: ignore[attr-defined]
-                visiting.visit(node.orelse, self)  # type: ignore[attr-defined]
+        if id(node) in self._skip:
             return False
         return super().on_visit(node)
 
