@@ -63,8 +63,8 @@ def read_regular(path: Path | str, limit: int) -> bytes:
 
 
 def read_head(path: Path | str, size: int) -> bytes:
-    """The first `size` bytes (or fewer) of `path`, a regular file of any size; else
-    ReadError."""
+    """The first `size` bytes (or fewer) of `path`, a regular file of any size (a shebang
+    line); else ReadError."""
     descriptor = _open(path, None)
     try:
         return os.read(descriptor, size)
