@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import os
 from pathlib import Path
 
-from cudalint.kinds import _NAME_PATTERNS, FileKind, classify
+from cudalint.kinds import _NAME_PATTERNS, FileKind, by_content, classify, is_conda_environment
 
 
 def _one_by_one(name: str) -> FileKind | None:
@@ -55,3 +56,44 @@ def test_dockerfiles_by_their_common_names():
         assert classify(Path("docker") / name) is FileKind.DOCKERFILE, name
     for name in ("Dockerfiles", "dockerfile_notes.md", "Dockerfile_test.py", "Dockerfilegpu"):
         assert classify(Path(name)) is not FileKind.DOCKERFILE, name
+
+
+# A video-segmentation project's environment, named for the project (issue 41).
+CONDA_ENV = b"""# conda env create -f vidseg_env.yml
+name: vidseg
+channels:
+  - pytorch
+  - nvidia
+dependencies:
+  - python=3.8
+  - cudatoolkit=11.1
+  - pip:
+      - opencv-python
+"""
+
+
+def test_conda_environments_by_their_content():
+    assert is_conda_environment(CONDA_ENV)
+    assert is_conda_environment(b"channels: [conda-forge]\ndependencies:\n  - numpy\n")
+    # a Helm chart, a pubspec, an experiment config: keys conda does not know
+    assert not is_conda_environment(b"apiVersion: v2\nname: web\ndependencies:\n  - redis\n")
+    assert not is_conda_environment(b"name: app\nenvironment:\n  sdk: '>=3.0'\n"
+                                    b"dependencies:\n  http: ^1.0\n")
+    assert not is_conda_environment(b"model:\n  name: resnet\ndependencies:\n  - a\n")
+    assert not is_conda_environment(b"name: env-only\n")  # no dependencies
+
+
+def test_a_conda_file_named_otherwise_is_listed_and_checked(chdir_tmp: Path, capsys):
+    from cudalint.cli import main
+
+    for name in ("env.yml", "env.yaml", "vidseg_env.yml"):
+        (chdir_tmp / name).write_bytes(CONDA_ENV)
+    (chdir_tmp / "config.yaml").write_bytes(b"model:\n  name: resnet\nlr: 0.1\n")
+    os.mkfifo(chdir_tmp / "pipe_env.yml")  # never opened for reading (it would block)
+    assert main(["check", "--show-files", "."]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed == ["env.yaml\tconda", "env.yml\tconda", "vidseg_env.yml\tconda"]
+    assert by_content(chdir_tmp / "config.yaml") is None
+    assert main(["check", "--no-cache", "--output-format", "concise", "vidseg_env.yml"]) == 1
+    out = capsys.readouterr().out
+    assert "vidseg_env.yml:5:5: CUD401" in out and "vidseg_env.yml:8:5: CUD401" in out

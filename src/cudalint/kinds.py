@@ -16,7 +16,7 @@ class FileKind(str, enum.Enum):
     PYTHON = "python"
     NOTEBOOK = "notebook"
     REQUIREMENTS = "requirements"  # requirements*.txt, constraints*.txt
-    CONDA = "conda"  # environment*.yml / .yaml
+    CONDA = "conda"  # environment*.yml / .yaml, conda*.yml, any YAML holding an environment
     PYPROJECT = "pyproject"  # pyproject.toml
     SETUP_CFG = "setup-cfg"
     DOCKERFILE = "dockerfile"  # Dockerfile, Dockerfile[.-_]*, *.Dockerfile, Containerfile
@@ -96,6 +96,40 @@ def classify(path: Path) -> FileKind | None:
         if _matches(name, glob):
             return kind
     return None
+
+
+# The top-level keys of a conda environment file (`conda env create -f`), whatever its name.
+_CONDA_KEYS = frozenset({b"name", b"channels", b"dependencies", b"prefix", b"variables"})
+_HEAD = 16 * 1024  # what is read of a YAML file no name pattern knows, to see what it is
+
+
+def by_content(path: Path) -> FileKind | None:
+    """The kind of a file no name pattern knows, from what it holds: a conda environment
+    file named otherwise (`env.yml`, `<project>_env.yaml`). Reads the start of a `.yml`/
+    `.yaml` file only (a regular file, never blocking)."""
+    if not path.name.endswith((".yml", ".yaml")):
+        return None
+    from cudalint import files  # only for such a file
+
+    try:
+        head = files.read_head(path, _HEAD)
+    except files.ReadError:
+        return None
+    return FileKind.CONDA if is_conda_environment(head) else None
+
+
+def is_conda_environment(head: bytes) -> bool:
+    """Text whose top-level keys are all a conda environment's, `dependencies` and `channels`
+    or `name` among them (not a Helm chart's `dependencies:`, a pubspec, a CI file)."""
+    keys = set()
+    for line in head.splitlines():
+        if not line[:1].isalpha():
+            continue  # indented, a comment, a list entry, `---`
+        key, colon, _ = line.partition(b":")
+        if not colon or key.strip() not in _CONDA_KEYS:
+            return False
+        keys.add(key.strip())
+    return b"dependencies" in keys and (b"channels" in keys or b"name" in keys)
 
 
 def _by_folder(name: str, parts: tuple[str, ...]) -> FileKind | None:

@@ -186,3 +186,84 @@ def test_a_helper_name_spelled_elsewhere_as_an_attribute_still_hides_locally(chd
     text = path.read_text()
     assert "    synchronize = print\n    torch.cuda.synchronize()\n" in text
     assert "def other():\n    synchronize()\n" in text
+
+
+# Every form a fix rewrites (one or more per code that has a fix), written on `self` where it
+# has a receiver, to be placed in methods named like what the fixes write (`to`) or remove.
+FIX_FORMS = (
+    ("CUD101", "self.x = self.x.to('cuda:0')"),
+    ("CUD101", "device = torch.device('cuda', rank)"),
+    ("CUD102", "self.cuda()"),
+    ("CUD102", "self.cuda(1)"),
+    ("CUD102", "self.cuda(non_blocking=True)"),
+    ("CUD102", "self.weight = self.weight.cuda()"),
+    ("CUD103", "dev = 'cuda' if torch.cuda.is_available() else 'cpu'"),
+    ("CUD104", "self.type(torch.cuda.FloatTensor)"),
+    ("CUD104", "buf = torch.cuda.FloatTensor(2)"),
+    ("CUD105", "torch.cuda.synchronize()"),
+    ("CUD105", "torch.cuda.manual_seed(0)"),
+    ("CUD105", "torch.cuda.empty_cache()"),
+    ("CUD106", "scaler = torch.cuda.amp.GradScaler()"),
+    ("CUD106", "ctx = torch.autocast('cuda')"),
+    ("CUD111", "state = torch.load(path)"),
+    ("CUD113", "self.to(rank)"),
+    ("CUD701", "dist.init_process_group('nccl')"),
+)
+_METHODS = ("cuda", "to", "type", "half", "synchronize")
+
+
+def _class(header: str) -> str:
+    body = "".join(f"        {form}\n" for _, form in FIX_FORMS)
+    return header + "".join(
+        f"    def {name}(self, path=None, rank=0):\n{body}        return self\n\n"
+        for name in _METHODS)
+
+
+def _calls_of_itself(source: str) -> dict[str, int]:
+    """For each method, the calls `self.<its own name>(...)` in it; for each module-level
+    function, the calls of its own name."""
+    import ast
+
+    counts: dict[str, int] = {}
+    tree = ast.parse(source)
+    for top in tree.body:
+        if isinstance(top, ast.FunctionDef):
+            counts[top.name] = sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                                   and n.func.id == top.name for n in ast.walk(top))
+        for method in top.body if isinstance(top, ast.ClassDef) else ():
+            if isinstance(method, ast.FunctionDef):
+                counts[f"{top.name}.{method.name}"] = sum(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                    and n.func.attr == method.name and isinstance(n.func.value, ast.Name)
+                    and n.func.value.id == "self" for n in ast.walk(method))
+    return counts
+
+
+def test_no_fix_makes_a_method_or_function_call_itself(chdir_tmp):
+    """Issue 41: `self.cuda()` inside `def to(self)` became `self.to(pick_device())`, which
+    recurses forever on CUDA. Every fix form, in methods named like what the fixes write, of a
+    class with its own `cuda`/`to` (no module) and of an `nn.Module` overriding them, and in
+    module-level functions named like the helpers the fixes call."""
+    from cudalint.rules import all_rules
+
+    fixing = {rule.code for rule in all_rules()
+              if any(getattr(example, "fixed", None) for example in rule.INVALID)}
+    assert fixing <= {code for code, _ in FIX_FORMS}, "a fix with no form here"
+    head = "import torch\nimport torch.distributed as dist\nimport torch.nn as nn\n\n\n"
+    classes = head + _class("class Engine:\n") + _class("class Net(nn.Module):\n")
+    functions = head + "".join(
+        f"def {name}(path=None, rank=0):\n" + "".join(
+            f"    {form}\n" for _, form in FIX_FORMS if "self" not in form) + "\n\n"
+        for name in ("synchronize", "empty_cache", "load"))
+    (chdir_tmp / "engine.py").write_text(classes)
+    (chdir_tmp / "ops.py").write_text(functions)
+    main(["check", "--fix", "--unsafe-fixes", "--no-cache", "engine.py", "ops.py"])
+    for name, before in (("engine.py", classes), ("ops.py", functions)):
+        after, calls = _calls_of_itself((chdir_tmp / name).read_text()), _calls_of_itself(before)
+        # (`self.cuda()` inside `def cuda` may become `self.to(...)`: fewer, never more)
+        assert {f: n for f, n in after.items() if n > calls[f]} == {}, name
+    fixed = (chdir_tmp / "engine.py").read_text()
+    # the fixes did apply in the classes: the module's `half` moves itself with `to`
+    half = fixed.split("    def half(", 2)[2].split("    def ", 1)[0]
+    assert "self.to(pick_device(), non_blocking=True)" in half
+    assert fixed.count("pick_device") > 30 and "torch.cuda.synchronize()" not in fixed

@@ -20,7 +20,7 @@ from cudalint.engine.project import facts as project
 from cudalint.engine.running.discovery import is_excluded
 from cudalint.engine.running.project_facts import ProjectFacts
 from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
-from cudalint.kinds import FileKind, classify
+from cudalint.kinds import FileKind, classify, is_conda_environment
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -68,6 +68,8 @@ def file_kind(name: Path | None, data: bytes) -> FileKind | None:
     if name is None:
         return FileKind.PYTHON
     kind = classify(Path(os.path.abspath(name)))  # (its folders matter to a workflow)
+    if kind is None and name.suffix in (".yml", ".yaml"):
+        return FileKind.CONDA if is_conda_environment(data[:16 * 1024]) else None
     if kind is not None or name.suffix not in ("", ".pyw"):
         return kind
     first = data.split(b"\n", 1)[0]

@@ -28,15 +28,17 @@ _CONDA_VALUE_OPTIONS = frozenset({"-n", "--name", "-p", "--prefix", "--file", "-
 _CONDA_CHANNEL = frozenset({"-c", "--channel"})
 
 
-def pip_install(argv: Sequence[Word]) -> list[Argument] | None:
-    """The arguments of a pip (or uv) install, or None when `argv` is something else."""
-    rest = _pip_arguments(argv)
+def pip_install(argv: Sequence[Word], verbs: tuple[str, ...] = ("install",),
+                ) -> list[Argument] | None:
+    """The arguments of a pip (or uv) install (or another of `verbs`: `download`, `wheel`
+    fetch from the same indexes), or None when `argv` is something else."""
+    rest = _pip_arguments(argv, verbs)
     if rest is None:
         return None
     return list(_options(rest, _PIP_VALUE_OPTIONS, OPTION_NAMES))
 
 
-def _pip_arguments(argv: Sequence[Word]) -> Sequence[Word] | None:
+def _pip_arguments(argv: Sequence[Word], verbs: tuple[str, ...]) -> Sequence[Word] | None:
     values = [word.value for word in argv]
     if not values:
         return None
@@ -53,7 +55,7 @@ def _pip_arguments(argv: Sequence[Word]) -> Sequence[Word] | None:
         return None
     while rest and rest[0].value.startswith("-"):
         rest = rest[1:]  # global options: `pip --no-cache-dir install`
-    return rest[1:] if rest and rest[0].value == "install" else None
+    return rest[1:] if rest and rest[0].value in verbs else None
 
 
 def conda_install(argv: Sequence[Word]) -> list[Argument] | None:

@@ -149,6 +149,20 @@ def mentions_probe(words: Iterable[Word]) -> bool:
     return any(_PROBE.search(word.value) for word in words)
 
 
+# `$n_gpu`, `${USE_CUDA:-0}`: a variable's name says what the user set, not what is there.
+_VARIABLE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?:[:#%/^,@][^}]*)?\}?")
+
+
+def _chain_probe(words: Sequence[Word], negated: bool) -> bool:
+    """The test before `&&` checks for CUDA or the driver itself (`nvidia-smi -L`,
+    `command -v nvcc`, `[ -d /usr/local/cuda ]`): not a user's setting read from a variable
+    (`[ -z "$n_gpu" ]`, `[ "$USE_CUDA" = 1 ]`), nor a test passing without CUDA (`! ...`,
+    `[ -z ... ]`), as in an `if`."""
+    if negated or any(w.value == "-z" for w in words):
+        return False
+    return any(_PROBE.search(_VARIABLE.sub("", word.value)) for word in words)
+
+
 # -- scanning ---------------------------------------------------------------------------------
 class _Scanner:
     def __init__(self, text: str) -> None:
@@ -412,7 +426,7 @@ class _Reader:
             chained = before == "&&" and chain_probe
             guarded = (inherited or in_condition or chained or after == "||"
                        or self.guards.active)
-            chain_probe = (chained or mentions_probe(words)) if after == "&&" else False
+            chain_probe = (chained or _chain_probe(words, negated)) if after == "&&" else False
             command = Command(line, tuple(words), guarded)
             yield command
             for word in words:

@@ -173,3 +173,38 @@ def test_unfixable_and_silent_forms(tmp_path):
     found = findings(tmp_path, source, codes=["CUD106"])
     assert codes_at(found) == [("CUD106", 9, 12)]
     assert found[0].fix is None
+
+
+def test_an_imported_name_is_reported_at_its_uses_and_the_import_only_when_unused(tmp_path):
+    """Issue 41 (RULES.md's CUD106): `from torch.cuda.amp import autocast, GradScaler` gives a
+    finding at each use; a name no code uses is reported at the import (prose, a docstring or
+    `torch.autocast`, naming it, is no use)."""
+    source = (
+        "import torch\n"
+        "from torch.cuda.amp import GradScaler, autocast, custom_fwd\n"
+        "\n"
+        "\n"
+        "def train_step(model, batch, optimizer, scaler):\n"
+        '    """One step under autocast (see custom_fwd in the docs)."""\n'
+        "    with torch.autocast('cpu'):  # not the imported autocast\n"
+        "        loss = model(batch)\n"
+        "    scaler.scale(loss).backward()\n"
+        "    return loss\n"
+        "\n"
+        "\n"
+        "def make_scaler():\n"
+        "    return GradScaler(enabled=True)\n"
+    )
+    found = findings(tmp_path, source, codes=["CUD106"])
+    # autocast and custom_fwd are only imported; GradScaler is reported where it is used
+    assert codes_at(found) == [("CUD106", 2, 40), ("CUD106", 2, 50), ("CUD106", 14, 12)]
+    used = "\nwith autocast():\n    pass\n@custom_fwd\ndef f(ctx, x):\n    return x\n"
+    found = findings(tmp_path, source + used, codes=["CUD106"])
+    assert codes_at(found) == [("CUD106", 14, 12), ("CUD106", 16, 6), ("CUD106", 18, 2)]
+
+
+def test_an_unused_import_under_an_import_error_fallback_is_guarded(tmp_path):
+    source = ("try:\n    from torch.cuda.amp import autocast\n"
+              "except ImportError:\n    autocast = None\n")
+    (found,) = findings(tmp_path, source, codes=["CUD106"])
+    assert (found.location.row, found.guarded) == (2, True)

@@ -176,3 +176,83 @@ def test_torch_cuda_amp_as_a_fallback_import(tmp_path):
     assert _codes(tmp_path, source, ["CUD106"]) == [
         ("CUD106", 6, 32), ("CUD106", 6, 44), ("CUD106", 11, 32),
     ]
+
+
+# A trainer's device set-up with every form of a CUDA-or-CPU choice (CUD103), and the
+# choices CUD103 leaves alone.
+CHOICES = '''\
+    import torch
+
+
+    def pick(args):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+        if torch.cuda.is_available():
+            dev = torch.device("cuda:1")
+        else:
+            dev = torch.device("cpu")
+        other = "cpu" if not torch.cuda.is_available() else "cuda"
+        wanted = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"
+        print("cuda" if torch.cuda.is_available() else "cpu")
+        label = "gpu" if torch.cuda.is_available() else "cpu"
+        return device, name, dev, other, wanted, label
+    '''
+
+
+def test_every_form_of_the_cuda_or_cpu_choice(tmp_path):
+    source = textwrap.dedent(CHOICES)
+    assert codes_at(findings(tmp_path, source, codes=["CUD103"])) == [
+        ("CUD103", 5, 27), ("CUD103", 6, 12), ("CUD103", 7, 5), ("CUD103", 11, 13),
+        ("CUD103", 12, 14)]
+
+
+def test_the_choice_fix_keeps_each_type_and_leaves_a_users_flag(tmp_path):
+    _, fixed = run_on(tmp_path, textwrap.dedent(CHOICES), codes=["CUD103"], fix=True)
+    assert fixed.decode().splitlines()[4:13] == [
+        "def pick(args):",
+        "    device = pick_device()",  # the torch.device form stays a torch.device
+        "    name = str(pick_device())",  # a str stays a str
+        "    dev = pick_device(1)",  # the if/else form, with its index
+        "    other = str(pick_device())",  # the test written the other way round
+        # a user's flag besides the probe: pick_device() would ignore it, so no fix
+        '    wanted = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"',
+        '    print("cuda" if torch.cuda.is_available() else "cpu")',
+        '    label = "gpu" if torch.cuda.is_available() else "cpu"',
+        "    return device, name, dev, other, wanted, label",
+    ]
+
+
+# A choice whose test is no CUDA check (a process group, a config flag): the bare "cuda" it
+# gives a device use is CUD101's (issue 41).
+SETTING_CHOICES = '''\
+    import torch
+
+
+    def build(model, batch, cpu_group=None, cfg=None):
+        device = "cuda" if cpu_group is None else "cpu"
+        model.to(device)
+        x = batch.to("cuda" if cfg.fp16 else "cpu", non_blocking=True)
+        target = "cuda" if cfg.remote else "cpu"
+        y = x.to(target)
+        d = torch.device("cuda" if cfg.gpu_ids else "cpu")
+        print("cuda" if cfg.fp16 else "cpu")
+        logger.info(f"running on {'cuda' if cfg.fp16 else 'cpu'}")
+        name = "cuda" if cfg.fp16 else "cpu"
+        stats = {"cuda" if cfg.fp16 else "cpu": 0.0}
+        other = "cuda" if torch.cuda.is_available() else "mps"
+        device_name = "cuda" if not cfg.device else cfg.device  # a default, not a choice
+        return x, y, d, name, stats, other, device_name
+    '''
+
+
+def test_a_choice_whose_test_is_no_probe_reports_the_cuda_it_gives_a_device(tmp_path):
+    source = textwrap.dedent(SETTING_CHOICES)
+    found = findings(tmp_path, source, codes=["CUD101", "CUD103"])
+    assert codes_at(found) == [("CUD101", 5, 14), ("CUD101", 7, 18), ("CUD101", 8, 14),
+                               ("CUD101", 10, 22)]
+    _, fixed = run_on(tmp_path, source, codes=["CUD101"], fix=True)
+    lines = fixed.decode().splitlines()
+    assert lines[5] == '    device = str(pick_device()) if cpu_group is None else "cpu"'
+    assert lines[7] == ('    x = batch.to(str(pick_device()) if cfg.fp16 else "cpu", '
+                        'non_blocking=True)')
+    assert lines[10] == '    d = torch.device(str(pick_device()) if cfg.gpu_ids else "cpu")'

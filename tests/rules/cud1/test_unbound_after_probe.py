@@ -82,3 +82,50 @@ def test_module_level_read_is_a_name_error(tmp_path):
     ), codes=["CUD114"])
     assert codes_at(found) == [("CUD114", 5, 7)]
     assert "NameError" in found[0].message
+
+
+# A launcher counting the devices of whichever accelerator it finds (issue 41): on a Mac
+# neither the CUDA nor the XPU branch runs.
+ACCELERATORS = '''import torch
+
+
+def world_size():
+    if torch.cuda.is_available():
+        n = torch.cuda.device_count()
+    if torch.xpu.is_available():
+        n = torch.xpu.device_count()
+    return list(range(n))
+
+
+def world_size_with_mps():
+    if torch.cuda.is_available():
+        n = torch.cuda.device_count()
+    if torch.backends.mps.is_available():
+        n = 1
+    return list(range(n))
+
+
+def world_size_with_default():
+    if torch.cuda.is_available():
+        n = torch.cuda.device_count()
+    if torch.xpu.is_available():
+        n = torch.xpu.device_count()
+    else:
+        n = 1
+    return list(range(n))
+
+
+def world_size_elif():
+    if torch.cuda.is_available():
+        n = torch.cuda.device_count()
+    elif torch.xpu.is_available():
+        n = torch.xpu.device_count()
+    print("n is the device count")
+    return list(range(n))
+'''
+
+
+def test_a_name_bound_under_cuda_and_another_accelerator_a_mac_lacks(tmp_path):
+    # the separate `if` and the `elif` of XPU leave it unbound on a Mac; MPS or an `else`
+    # binds it there
+    assert _at(tmp_path, ACCELERATORS) == [("CUD114", 9, 23), ("CUD114", 36, 23)]

@@ -95,6 +95,8 @@ def test_bitsandbytes_is_a_warning(tmp_path):
     (found,) = findings(tmp_path, "import bitsandbytes as bnb\n", codes=["CUD201"])
     assert found.severity is Severity.WARNING and not found.guarded
     assert "partly" in found.message
+    # the portable path: a release with macOS wheels, and PyTorch's optimizer for the rest
+    assert "bitsandbytes>=0.45" in found.message and "torch.optim.AdamW" in found.message
 
 
 def test_cuda_availability_and_library_checks_guard(tmp_path):

@@ -78,3 +78,66 @@ def test_cuda_home_paths_and_tests(tmp_path):
     assert [f.guarded for f in sorted(found, key=lambda f: f.location)] == [
         False, True, False, False,
     ]
+
+
+# An environment report (a `collect_env.py` as detection and segmentation libraries ship).
+COLLECT_ENV = '''"""Collect the environment for bug reports: prints CUDA_HOME and nvcc's version."""
+import os
+import subprocess
+import sys
+
+import torch
+from torch.utils.cpp_extension import CUDA_HOME
+
+
+def collect_env():
+    env_info = {}
+    env_info["sys.platform"] = sys.platform
+    env_info["CUDA_HOME"] = CUDA_HOME
+    if CUDA_HOME and os.path.isdir(os.path.join(CUDA_HOME, "bin")):
+        env_info["NVCC"] = os.path.join(CUDA_HOME, "bin", "nvcc")
+    rows = [("PyTorch", torch.__version__), ("CUDA_HOME", str(CUDA_HOME))]
+    print(f"CUDA_HOME: {CUDA_HOME}")
+    print("CUDA_HOME =", CUDA_HOME)
+    sys.stdout.write("CUDA_HOME={}\\n".format(CUDA_HOME))
+    return env_info, rows
+'''
+
+
+def test_an_environment_report_that_shows_cuda_home_is_no_build(tmp_path):
+    found = findings(tmp_path, COLLECT_ENV, name="collect_env.py", codes=["CUD301"])
+    # only the paths built from it, under the truthiness test (a guard): never the text
+    assert [(f.location.row, f.guarded) for f in sorted(found, key=lambda f: f.location)] \
+        == [(14, True), (15, True)]
+
+
+def test_the_truthiness_of_cuda_home_guards_as_is_not_none_does(tmp_path):
+    source = (
+        "import os\nfrom torch.utils.cpp_extension import CUDA_HOME\n\n"
+        "def include_dirs():\n"
+        "    if CUDA_HOME and os.path.isdir(os.path.join(CUDA_HOME, 'include')):\n"
+        "        return [os.path.join(CUDA_HOME, 'include')]\n"
+        "    return []\n\n"
+        "def library_dirs():\n"
+        "    if not CUDA_HOME:\n"
+        "        return []\n"
+        "    return [os.path.join(CUDA_HOME, 'lib64')]\n\n"
+        "def unguarded():\n"
+        "    return [os.path.join(CUDA_HOME, 'include')]\n"
+    )
+    found = sorted(findings(tmp_path, source, codes=["CUD301"]), key=lambda f: f.location)
+    assert [(f.location.row, f.severity) for f in found] == [
+        (5, Severity.WARNING), (6, Severity.WARNING), (12, Severity.WARNING),
+        (15, Severity.ERROR)]
+
+
+def test_cuda_home_given_to_a_build_is_still_reported(tmp_path):
+    source = (
+        "import os, subprocess\nfrom torch.utils.cpp_extension import CUDA_HOME\n"
+        "subprocess.run(['make'], env={**os.environ, 'CUDA_HOME': CUDA_HOME})\n"
+        "os.environ['CUDA_HOME'] = CUDA_HOME\n"
+        "cmd = [f'{CUDA_HOME}/bin/nvcc', '--version']\n"
+        "flags = {'CUDA_HOME': CUDA_HOME}\n"  # a table of values: text
+    )
+    found = findings(tmp_path, source, codes=["CUD301"])
+    assert codes_at(found) == [("CUD301", 3, 58), ("CUD301", 4, 27), ("CUD301", 5, 11)]

@@ -25,7 +25,7 @@ from cudalint.rules.cud4_pins.cuda_pins import (
         ("jax[cuda12]>=0.4", Severity.ERROR, False),
         ("tensorflow[and-cuda]==2.15", Severity.WARNING, False),
         ("bitsandbytes", Severity.WARNING, False),
-        ('triton; sys_platform == "linux"', Severity.ERROR, True),
+        ('triton; sys_platform == "linux"', Severity.INFO, False),
         ("flash-attn @ https://github.com/x/flash_attn-2.5.0+cu122torch2.1-cp310-linux.whl",
          Severity.ERROR, False),
         ("git+https://github.com/Dao-AILab/flash-attention#egg=flash-attn", Severity.ERROR,

@@ -95,3 +95,42 @@ def test_reusable_workflow_env_values(tmp_path):
     assert codes_at(found) == [
         ("CUD404", 8, 16), ("CUD404", 10, 15), ("CUD404", 17, 14), ("CUD404", 22, 22),
     ]
+
+
+# A CUDA wheel index kept in a variable, then used by a later pip command (issue 41).
+FETCH_SCRIPT = """#!/bin/bash
+set -euo pipefail
+CUDA_TAG=cu129
+TORCH_INDEX=https://download.pytorch.org/whl/${CUDA_TAG}
+CPU_INDEX=https://download.pytorch.org/whl/cpu
+export EXTRA="https://download.pytorch.org/whl/cu121"
+echo "pip download --index-url $TORCH_INDEX torch"
+pip download --index-url $TORCH_INDEX torch -d wheels/
+pip install torch --extra-index-url "$EXTRA"
+pip install --index-url "$CPU_INDEX" torch
+TORCH_INDEX=https://pypi.org/simple
+pip install --index-url $TORCH_INDEX torch
+"""
+
+
+def test_a_cuda_index_kept_in_a_shell_variable(tmp_path):
+    found = findings(tmp_path, FETCH_SCRIPT, name="scripts/fetch_wheels.sh", codes=["CUD402"])
+    assert codes_at(found) == [("CUD402", 8, 26), ("CUD402", 9, 37)]
+    download, extra = sorted(found, key=lambda f: f.location)
+    assert "`https://download.pytorch.org/whl/cu129`" in download.message
+    assert "`$TORCH_INDEX`" in download.message and str(download.severity) == "error"
+    assert str(extra.severity) == "warning"
+
+
+def test_a_cuda_index_kept_in_a_variable_of_a_ci_run_block(tmp_path):
+    workflow = (
+        "on: push\njobs:\n  wheels:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - run: |\n"
+        "          TORCH_INDEX=https://download.pytorch.org/whl/cu129\n"
+        "          echo \"using $TORCH_INDEX\"\n"
+        "          pip download --index-url $TORCH_INDEX torch\n"
+        "      - run: pip install --index-url $TORCH_INDEX torch\n"  # another step's variable
+    )
+    found = findings(tmp_path, workflow, name=".github/workflows/wheels.yml", codes=["CUD404"])
+    assert codes_at(found) == [("CUD404", 9, 36)]
+    assert "cu129" in found[0].message

@@ -22,6 +22,27 @@ def test_shell_guards_lower_the_severity(tmp_path):
         (2, 5, "warning", True), (4, 1, "warning", True), (5, 1, "error", False)]
 
 
+def test_a_list_after_a_users_setting_is_no_guard(tmp_path):
+    # a launcher that counts the GPUs unless the user said how many: the test reads the
+    # user's variable, not the driver, in the `&&` form as in the `if` form
+    script = (
+        "#!/bin/bash\n"
+        "# count the GPUs with nvidia-smi unless n_gpu is set\n"
+        '[ -z "$n_gpu" ] && n_gpu=$(nvidia-smi -L | wc -l)\n'
+        'if [ -z "$n_gpu" ]; then\n'
+        "    n_gpu=$(nvidia-smi -L | wc -l)\n"
+        "fi\n"
+        '[ "${USE_GPU:-0}" = 1 ] && nvidia-smi --query-gpu=name --format=csv\n'
+        "! command -v nvcc >/dev/null && nvcc --version\n"
+        "command -v nvidia-smi >/dev/null && nvidia-smi -L\n"
+        "[ -d /usr/local/cuda ] && nvcc --version\n"
+        'echo "using $n_gpu GPUs (nvidia-smi -L)"\n'
+    )
+    assert _found(tmp_path, script, "launch.sh", "CUD501") == [
+        (3, 28, "error", False), (5, 13, "error", False), (7, 28, "error", False),
+        (8, 33, "error", False), (9, 37, "warning", True), (10, 27, "warning", True)]
+
+
 def test_makefile_conditionals_guard(tmp_path):
     makefile = ("ifneq ($(shell which nvcc),)\nkern:\n\tnvcc -o k k.cu\nelse\nkern:\n"
                 "\tnvcc --version\nendif\n")
@@ -71,3 +92,41 @@ def test_ci_block_scalars_keep_their_rows(tmp_path):
     )
     assert _found(tmp_path, workflow, ".github/workflows/t.yml", "CUD404") == [
         (7, 23, "warning", False), (8, 26, "warning", False)]
+
+
+def test_nvcc_through_a_variable_or_a_loop_over_candidates(tmp_path):
+    """Issue 41: the program's name reaches the call through a variable of the same function
+    or a loop over candidate paths; names that hold other programs, and prose, stay silent."""
+    source = (
+        "import os\n"
+        "import subprocess\n"
+        "\n"
+        "from torch.utils.cpp_extension import CUDA_HOME\n"
+        "\n"
+        "\n"
+        "def nvcc_version(home):\n"
+        "    for nvcc in [os.path.join(home, 'bin', 'nvcc'), 'nvcc']:\n"
+        "        try:\n"
+        "            return subprocess.check_output([nvcc, '--version'])\n"
+        "        except OSError:\n"
+        "            continue\n"
+        "\n"
+        "\n"
+        "def compile_kernel(src):\n"
+        "    nvcc = 'nvcc'\n"
+        "    subprocess.run([nvcc, '-V'], check=True)\n"
+        "    if CUDA_HOME is not None:\n"
+        "        nvcc = os.path.join(CUDA_HOME, 'bin/nvcc')\n"
+        "        return subprocess.check_output(f'\"{nvcc}\" -c {src}', shell=True)\n"
+        "\n"
+        "\n"
+        "def train():\n"
+        "    tool = 'nvcc'\n"
+        "    print(f'run {tool} to build the kernels')\n"
+        "    python = 'python3'\n"
+        "    subprocess.run([python, 'train.py'])\n"
+        "    for name in ['nvcc', 'gcc']:\n"
+        "        print(name)\n"
+    )
+    assert _found(tmp_path, source, "build.py", "CUD501") == [
+        (10, 45, "warning", True), (17, 21, "error", False), (20, 40, "warning", True)]

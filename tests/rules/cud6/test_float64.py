@@ -33,6 +33,15 @@ def _rows(tmp_path, body: str) -> list[tuple[int, int]]:
                  "    return t.to(device)\n", [(3, 9)], id="numpy-through-variables"),
     pytest.param("torch.set_default_dtype(torch.float64)\nx = torch.ones(1).to(device)\n",
                  [(1, 1)], id="default-dtype"),
+    # float64 through arithmetic: numpy keeps float64 through `*`, `-`, `/` with a scalar
+    pytest.param("def f():\n    return torch.from_numpy(np.ones(3) * 0.5).to(device)\n",
+                 [(2, 12)], id="arithmetic-with-a-scalar"),
+    pytest.param("def f():\n    noise = 2 * np.random.rand(8) - 1\n"
+                 "    return torch.from_numpy(noise).to(device)\n", [(3, 12)],
+                 id="arithmetic-on-the-right-through-a-variable"),
+    pytest.param("def f(x):\n    scale = np.linspace(0, 1, 5)\n"
+                 "    return torch.from_numpy(x.astype(np.float32) / scale).to(device)\n",
+                 [(3, 12)], id="arithmetic-between-arrays"),
 ])
 def test_float64_reaching_a_device_is_reported(tmp_path, body, where):
     assert _rows(tmp_path, body) == where
@@ -62,6 +71,10 @@ def test_float64_reaching_a_device_is_reported(tmp_path, body, where):
     pytest.param("x = torch.zeros(3, dtype=torch.float32, device=device)\n", id="float32"),
     pytest.param("def f():\n    return torch.from_numpy(np.ones(3, dtype=np.float32)).to(device)\n",
                  id="numpy-float32"),
+    pytest.param("def f():\n    a = np.ones(3, dtype=np.float32) * 2 - 1\n"
+                 "    return torch.from_numpy(a).to(device)\n", id="float32-arithmetic"),
+    pytest.param("def f():\n    return torch.from_numpy(np.ones(3) * 0.5).float().to(device)\n",
+                 id="arithmetic-made-float32-first"),
 ])
 def test_neighbours_are_silent(tmp_path, body):
     assert _rows(tmp_path, body) == []

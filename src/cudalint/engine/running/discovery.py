@@ -30,7 +30,7 @@ from pathlib import Path
 from cudalint.config import Config, ConfigError, project_root
 from cudalint.engine.reading.reader import read_text
 from cudalint.files import ReadError, read_head
-from cudalint.kinds import FileKind, classify
+from cudalint.kinds import FileKind, by_content, classify
 
 
 class PathError(Exception):
@@ -73,7 +73,7 @@ def discover(
             continue
         if path.is_dir():
             for file in _walk(path.resolve(), root, config, exclude, errors):
-                kind = classify(file)
+                kind = classify(file) or by_content(file)
                 if kind is not None and kind.value not in excluded_kinds:
                     found[file] = kind
             continue
@@ -360,7 +360,7 @@ def _explicit_kind(path: Path) -> FileKind | None:
     if path.suffix in (".py", ".pyw"):
         return FileKind.PYTHON
     if path.suffix:
-        return None
+        return by_content(path)
     try:
         first = read_head(path, 200).partition(b"\n")[0]
     except ReadError:  # a FIFO is never waited on

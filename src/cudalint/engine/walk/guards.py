@@ -42,8 +42,9 @@ _PROBES = frozenset(
     "torch.distributed.distributed_c10d.is_nccl_available",
 })
 _CUDA_HOME = "torch.utils.cpp_extension.CUDA_HOME"
-# Values that are set only in a CUDA build of torch.
-_BUILD_PROBES = frozenset({"torch.version.cuda"})
+# Values that are set only in a CUDA build of torch (or with the CUDA toolkit): their
+# truthiness is a probe (`if CUDA_HOME and os.path.isdir(...)`).
+_BUILD_PROBES = frozenset({"torch.version.cuda", _CUDA_HOME})
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 # Calls that end the program or skip the test: an `if` without CUDA ending in one is an
 # early exit, which guards the rest of its block.

@@ -32,8 +32,10 @@ class CudaOnlyMixedPrecision(ApiUseRule):
     Finds CUDA-only mixed precision: `torch.cuda.amp.autocast(...)` (called, in `with`, as a
     decorator), `torch.cuda.amp.GradScaler(...)`, `torch.cuda.amp.custom_fwd` / `custom_bwd`
     (bare or called with `cast_inputs=`), the same names imported with
-    `from torch.cuda.amp import ...`, such an import itself where it is the fallback of
-    `if hasattr(torch.amp, "custom_fwd"): ... else: ...` (or of a `try`), and the literal
+    `from torch.cuda.amp import ...` (each use of an imported name is reported, and the
+    import itself only for a name that no code uses), such an import itself where it is the
+    fallback of `if hasattr(torch.amp, "custom_fwd"): ... else: ...` (or of a `try`, whose
+    uses mean either API and are not reported), and the literal
     `"cuda"` as the device type of the portable APIs: `torch.autocast("cuda")`,
     `torch.autocast(device_type="cuda")`, `torch.amp.autocast("cuda")`,
     `torch.amp.GradScaler("cuda")`, `torch.amp.custom_fwd(device_type="cuda")`.
@@ -97,7 +99,6 @@ class CudaOnlyMixedPrecision(ApiUseRule):
         "with torch.autocast('cpu', dtype=torch.bfloat16):\n    pass\n",
         "scaler = torch.amp.GradScaler(pick_device().type)\n",
         'print("use torch.cuda.amp.autocast()")\n',
-        "from torch.cuda.amp import autocast\n",
         "import torch\nif hasattr(torch.amp, 'custom_fwd'):\n"
         "    from torch.amp import custom_fwd\nelse:\n    from torch.cpu.amp import custom_fwd\n",
         "# with torch.cuda.amp.autocast():\nx = 1\n",
@@ -170,6 +171,14 @@ class CudaOnlyMixedPrecision(ApiUseRule):
             "    scaler = torch.amp.GradScaler(pick_device().type, 2.0**16)\n",
         ),
         Invalid("import torch\nctx = torch.cuda.amp.autocast if amp else nullcontext\n"),
+        Invalid("from torch.cuda.amp import autocast\n"),
+        Invalid("from torch.cuda.amp import GradScaler, autocast\n"
+                "# autocast is not used here\n"
+                "scaler = GradScaler()\n",
+                "from torch.cuda.amp import autocast\nimport torch\n"
+                "from cudalint.device import pick_device\n\n"
+                "# autocast is not used here\n"
+                "scaler = torch.amp.GradScaler(pick_device().type)\n", count=2),
         Invalid("import torch\n\n@torch.cuda.amp.autocast\ndef f(x):\n    return x\n"),
         Invalid("import torch\nwith torch.cuda.amp.autocast(*flags):\n    pass\n"),
         Invalid(
@@ -185,22 +194,37 @@ class CudaOnlyMixedPrecision(ApiUseRule):
     def __init__(self, ctx: PythonContext) -> None:
         super().__init__(ctx)
         self._fallbacks: set[str] = set()  # names imported from torch.cuda.amp as a fallback
+        # names imported from torch.cuda.amp that no use has been met of yet: the import,
+        # its message, whether it is guarded
+        self._unused: dict[str, tuple[cst.ImportAlias, str, bool]] = {}
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         """`from torch.cuda.amp import custom_fwd` where `torch.amp` lacks it: the import is
-        the finding, since the name means either API where it is used."""
+        the finding, since the name means either API where it is used. Elsewhere each use
+        of an imported name is the finding, and the import itself only where no use is."""
         if isinstance(node.names, cst.ImportStar) or node.module is None \
-                or dotted_name(node.module) != "torch.cuda.amp" or not self._in_fallback():
+                or dotted_name(node.module) != "torch.cuda.amp":
             return
+        fallback = self._in_fallback()
         for alias in node.names:
             imported = dotted_name(alias.name)
             api = cuda_api_table.lookup(f"torch.cuda.amp.{imported}")
             if api is None or api.code != self.code:
                 continue
             local = alias.asname.name if alias.asname is not None else alias.name
-            if isinstance(local, cst.Name):
-                self._fallbacks.add(local.value)
-            self.report(alias, api.message_for(f"torch.cuda.amp.{imported}"))
+            name = local.value if isinstance(local, cst.Name) else None
+            message = api.message_for(f"torch.cuda.amp.{imported}")
+            if fallback:
+                if name is not None:
+                    self._fallbacks.add(name)
+                self.report(alias, message)
+            elif name is not None and name not in self.ctx.hidden.words:
+                # reported when the walk ends, if no use of it was met (`check_use`)
+                self._unused[name] = (alias, message, self.ctx.is_guarded())
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for alias, message, guarded in self._unused.values():
+            self.report(alias, f"{message} (imported, and used nowhere)", guarded=guarded)
 
     def _in_fallback(self) -> bool:
         """In the `else:` of `if hasattr(torch.amp, ...)`, or the handler of a `try` that
@@ -240,6 +264,8 @@ class CudaOnlyMixedPrecision(ApiUseRule):
         node = use.node
         if use.api.code != self.code or use.api.portable is None:
             return
+        if isinstance(node, cst.Name):
+            self._unused.pop(node.value, None)
         if isinstance(node, cst.Name) and node.value in self._fallbacks:
             return  # reported at the import
         message = use.api.message_for(use.name)

@@ -8,6 +8,7 @@ from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.walk.context import PythonContext
 from cudalint.finding import Applicability
 from cudalint.rules import args as device_args
+from cudalint.rules.cud1_device import own_methods
 from cudalint.rules.cud1_device.device_strings import cuda_device_expr
 
 _NOT_MOVED = frozenset({"torch", "numba", "cupy", "jax"})
@@ -16,7 +17,9 @@ _NOT_MOVED = frozenset({"torch", "numba", "cupy", "jax"})
 class CudaMethodCall(PythonRule):
     """
     ## What it does
-    Finds `.cuda()`, `.cuda(i)` and `.cuda(non_blocking=True)` on tensors and modules.
+    Finds `.cuda()`, `.cuda(i)` and `.cuda(non_blocking=True)` on tensors and modules. Not
+    `self.cuda()` inside a class that is no `nn.Module` and defines its own `cuda` (a
+    TensorRT engine wrapper): that calls the project's method.
 
     ## Why is this bad?
     `.cuda()` moves to an NVIDIA GPU only. On a Mac or a CPU-only machine it raises
@@ -42,7 +45,10 @@ class CudaMethodCall(PythonRule):
     `.cuda("cuda:1")` becomes `pick_device(1)`, and any other device (a `torch.device`, a
     variable) is passed on, `pick_device(device)`, which returns that very CUDA device where
     CUDA is available. A project that defines its own `cuda` method on a class gets this fix
-    as unsafe only, since the receiver may be one of its objects.
+    as unsafe only, since the receiver may be one of its objects. No fix, safe or unsafe,
+    turns a method into a call of itself: `self.cuda()` inside a `def to(self, ...)` (an
+    `nn.Module` overriding `to`) keeps its finding without a fix, since `self.to(...)` there
+    would recurse forever on CUDA.
     """
 
     code = "CUD102"
@@ -128,11 +134,14 @@ class CudaMethodCall(PythonRule):
             return
         if self.ctx.qualname(func.value) in _NOT_MOVED:  # `torch.cuda` is a module
             return
+        if own_methods.calls_own_cuda(self.ctx, func.value):
+            return  # `self.cuda()` in a class with its own `cuda`: the project's method
         self.report(func.attr, fix=self._fix(node, func))
 
     def _fix(self, node: cst.Call, func: cst.Attribute) -> NodeFix | None:
-        if not self.ctx.helper_available("pick_device"):
-            return None
+        if not self.ctx.helper_available("pick_device") \
+                or own_methods.calls_itself(self.ctx, func.value, "to"):
+            return None  # `self.cuda()` inside `def to(self)`: `self.to(...)` would recurse
         split = device_args.split_device_argument(node.args, positional=0, keyword="device")
         if split is None:
             return None

@@ -6,13 +6,18 @@ import libcst as cst
 
 from cudalint.engine.contract import Invalid, NodeFix, PythonRule
 from cudalint.engine.walk.context import PythonContext
-from cudalint.engine.walk.guards import names_a_device
+from cudalint.engine.walk.guards import is_cuda_absence, names_a_device
 from cudalint.rules.assignments import TracksAssignments
-from cudalint.rules.cud1_device.device_choice import in_cuda_branch_of_cpu_choice, inside_choice
+from cudalint.rules.cud1_device.device_choice import (
+    in_cuda_branch_of_cpu_choice,
+    inside_choice,
+    selects_cuda,
+)
 from cudalint.rules.cud1_device.device_strings import (
     DeviceString,
     cuda_device_expr,
     device_replacement,
+    is_cpu_device,
     is_device_name,
     parse_device_string,
 )
@@ -32,8 +37,11 @@ class HardcodedCudaDevice(TracksAssignments):
     `device=` or `map_location=` keyword, `torch.set_default_device`, an argparse `--device`
     default, a constant, variable, attribute or parameter named like a device
     (`DEVICE = "cuda"`), a kwargs dict, or a local variable that reaches one of these
-    (`loc = f"cuda:{r}"; torch.load(p, map_location=loc)`). Strings in messages, logs,
-    docstrings, comments, dict keys, comparisons and run names are not reported.
+    (`loc = f"cuda:{r}"; torch.load(p, map_location=loc)`); also as a branch of a
+    CUDA-or-CPU choice whose test is no CUDA check (`device = "cuda" if cpu_group is None
+    else "cpu"`, `x.to("cuda" if cfg.fp16 else "cpu")`; with a CUDA check it is CUD103's).
+    Strings in messages, logs, docstrings, comments, dict keys, comparisons and run names
+    are not reported.
 
     ## Why is this bad?
     A CUDA device fails on a Mac and on a CPU-only machine:
@@ -222,8 +230,17 @@ class HardcodedCudaDevice(TracksAssignments):
         # argument (_variables_reaching).
 
     def _report_use(self, device: DeviceString) -> bool:
-        """Report `device` if it is used as a device right where it stands."""
-        parent, grandparent = self.ctx.parent(1), self.ctx.parent(2)
+        """Report `device` if it is used as a device right where it stands, or as a branch of
+        a choice whose test is no CUDA check (`"cuda" if cpu_group is None else "cpu"`: a
+        CUDA check makes it CUD103's, or a branch that runs only with CUDA)."""
+        level = 1
+        while isinstance(branch := self.ctx.parent(level), cst.IfExp) \
+                and _other_way_cpu(self.ctx, branch, self.ctx.parent(level - 1)):
+            level += 1
+        parent, grandparent = self.ctx.parent(level), self.ctx.parent(level + 1)
+        if level > 1 and isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call) \
+                and parent.keyword is None and self.ctx.call_name(grandparent) == "torch.device":
+            return self._report(device, as_device=False)  # torch.device("cuda" if a else "cpu")
         if isinstance(parent, cst.Arg) and isinstance(grandparent, cst.Call):
             return self._report_argument(device, parent, grandparent)
         if isinstance(parent, (cst.Assign, cst.AnnAssign)):
@@ -259,8 +276,9 @@ class HardcodedCudaDevice(TracksAssignments):
             if not sink or not isinstance(arg.value, cst.Name):
                 continue
             value, binding = self.resolve(arg.value)
-            device = parse_device_string(value) if binding is not None else None
-            if device is not None:
+            if binding is None:
+                continue
+            for device in _branch_devices(self.ctx, value):
                 self._report(device, as_device=False)
 
     # -- reporting --------------------------------------------------------------------------
@@ -291,6 +309,38 @@ class HardcodedCudaDevice(TracksAssignments):
         self.report(device.node, message, fix=fix)
         return True
 
+
+
+def _tests_cuda(ctx: PythonContext, test: cst.BaseExpression) -> bool:
+    """A choice's test that checks for CUDA (or is a user's CUDA switch) one way or the
+    other: the choice is CUD103's, or its CUDA branch runs only with CUDA."""
+    return selects_cuda(ctx, test) or is_cuda_absence(ctx, test)
+
+
+def _other_way_cpu(ctx: PythonContext, choice: cst.IfExp, branch: cst.CSTNode | None) -> bool:
+    """`branch` is one way of a CUDA-or-CPU choice whose test is no CUDA check: the other
+    way is the CPU (`"cuda" if cpu_group is None else "cpu"`; not `"cuda" if not name else
+    name`, a default)."""
+    if branch is choice.body:
+        other = choice.orelse
+    elif branch is choice.orelse:
+        other = choice.body
+    else:
+        return False
+    return is_cpu_device(ctx, other) and not _tests_cuda(ctx, choice.test)
+
+
+def _branch_devices(ctx: PythonContext, value: cst.BaseExpression) -> list[DeviceString]:
+    """The CUDA device string `value` is, or the one a CUDA-or-CPU choice whose test is no
+    CUDA check gives (`"cuda" if cpu_group is None else "cpu"`)."""
+    device = parse_device_string(value)
+    if device is not None:
+        return [device]
+    if not isinstance(value, cst.IfExp):
+        return []
+    return [found for branch in (value.body, value.orelse)
+            if _other_way_cpu(ctx, value, branch)
+            for found in _branch_devices(ctx, branch)]
 
 
 def _is_device_sink(name: str | None, call: cst.Call, arg: cst.Arg) -> bool:

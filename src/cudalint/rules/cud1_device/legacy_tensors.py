@@ -9,7 +9,7 @@ import libcst as cst
 from cudalint.engine.contract import Invalid, NodeFix
 from cudalint.finding import Severity
 from cudalint.rules import args as call_args
-from cudalint.rules.cud1_device import cuda_api_table
+from cudalint.rules.cud1_device import cuda_api_table, own_methods
 from cudalint.rules.cud1_device.cuda_api_fixes import keyword_arg, pick_device, unique
 from cudalint.rules.cud1_device.cuda_api_table import CudaApi
 from cudalint.rules.cud1_device.references import ApiUse, ApiUseRule
@@ -170,8 +170,9 @@ class LegacyCudaTensorType(ApiUseRule):
         receiver = self.ctx.qualname(func.value)
         if api.dtype is None or (receiver or "").startswith("torch"):
             return None
-        if call_args.has_star(call.args) or not self.ctx.helper_available("pick_device"):
-            return None
+        if call_args.has_star(call.args) or not self.ctx.helper_available("pick_device") \
+                or own_methods.calls_itself(self.ctx, func.value, "to"):
+            return None  # `self.type(...)` inside `def to(self)`: `self.to(...)` would recurse
         dtype, imports = self.ctx.torch_attr(api.dtype)
         rest = [a for a in call.args if a.value is not node]
         replacement = call.with_changes(

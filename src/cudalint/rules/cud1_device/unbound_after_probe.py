@@ -31,8 +31,10 @@ class UnboundAfterProbe(PythonRule):
     Finds a name bound only under a CUDA check (`if torch.cuda.is_available():`,
     `if x.is_cuda:`, `if device.type == "cuda":`, a variable holding one of these) that has no
     `else` binding it (or only another accelerator's `elif`), and is read after the `if`,
-    outside any CUDA check. The finding is at the first such read, and is never lowered: the
-    read itself runs on every machine.
+    outside any CUDA check. A binding under another accelerator a Mac lacks, in an `elif` or
+    a separate `if` (`if torch.xpu.is_available(): n = ...`), binds nothing on a Mac either;
+    one under an MPS check does. The finding is at the first such read, and is never
+    lowered: the read itself runs on every machine.
 
     ## Why is this bad?
     Off CUDA the branch never runs, so the name is never bound: the read raises
@@ -136,12 +138,21 @@ class UnboundAfterProbe(PythonRule):
         if not names:
             return
         scope = self._scope()
-        names -= _bound_elsewhere(self.ctx.module if scope is None else scope, node.body)
+        statements = list(getattr(block, "body", ()))
+        # what an `elif`, or a separate `if` of the block, of an accelerator a Mac lacks
+        # binds (`if torch.xpu.is_available():`)
+        skipped = [node.body, *(s.body for s in statements if type(s) is cst.If
+                                and s is not node and self._other_accelerator_only(s))]
+        branch = node.orelse
+        while isinstance(branch, cst.If):
+            if self._other_accelerator_only(branch):
+                skipped.append(branch.body)
+            branch = branch.orelse
+        names -= _bound_elsewhere(self.ctx.module if scope is None else scope, skipped)
         if scope is None:
             names -= self.ctx.hidden.top_level_names
         if not names:
             return
-        statements = list(getattr(block, "body", ()))
         following = statements[statements.index(node) + 1:] if node in statements else []
         reads = _Reads(names)
         for statement in following:
@@ -173,10 +184,11 @@ class UnboundAfterProbe(PythonRule):
         names = _bound_in(node.body)
         branch = node.orelse
         while isinstance(branch, cst.If):
-            if not self._other_accelerator(branch.test):
+            device = self._other_accelerator(branch.test)
+            if device is None:
                 return set()
-            if not ends_program(self.ctx, branch.body):
-                names -= _bound_in(branch.body)
+            if device == "mps" and not ends_program(self.ctx, branch.body):
+                names -= _bound_in(branch.body)  # a Mac binds them there
             branch = branch.orelse
         if isinstance(branch, cst.Else):
             if ends_program(self.ctx, branch.body):
@@ -184,25 +196,35 @@ class UnboundAfterProbe(PythonRule):
             names -= _bound_in(branch.body)
         return names
 
-    def _other_accelerator(self, test: cst.BaseExpression) -> bool:
+    def _other_accelerator(self, test: cst.BaseExpression) -> str | None:
+        """The other accelerator a test checks for (`"mps"`, `"xpu"`, ...), or None."""
         for found in visiting.find_all(test, (cst.Call, cst.SimpleString)):
-            if isinstance(found, cst.Call) and self.ctx.call_name(found) in _OTHER_PROBES:
-                return True
+            if isinstance(found, cst.Call):
+                name = self.ctx.call_name(found)
+                if name in _OTHER_PROBES:
+                    return name.split(".")[-2]  # torch.xpu.is_available -> "xpu"
             if isinstance(found, cst.SimpleString) and found.evaluated_value in _OTHER_DEVICES:
-                return True
-        return False
+                return str(found.evaluated_value)
+        return None
+
+    def _other_accelerator_only(self, node: cst.If) -> bool:
+        """A separate `if` of the same block whose body runs only with an accelerator a Mac
+        lacks (`if torch.xpu.is_available():`): what it binds stays unbound on a Mac."""
+        device = self._other_accelerator(node.test)
+        return device is not None and device != "mps"
 
 
 def _bound_in(suite: cst.CSTNode) -> set[str]:
-    finder = _Bindings(skip=None)
+    finder = _Bindings(skip=[])
     visiting.visit(suite, finder)
     return finder.names
 
 
-def _bound_elsewhere(scope: cst.FunctionDef | cst.Module, body: cst.CSTNode) -> set[str]:
-    """What the scope binds outside the CUDA branch `body` (parameters and `global` names
-    included)."""
-    finder = _Bindings(skip=body)
+def _bound_elsewhere(scope: cst.FunctionDef | cst.Module, bodies: list[cst.BaseSuite],
+                     ) -> set[str]:
+    """What the scope binds outside the CUDA branch and the other `bodies` (parameters and
+    `global` names included)."""
+    finder = _Bindings(skip=bodies)
     if isinstance(scope, cst.Module):
         for statement in scope.body:
             visiting.visit(statement, finder)
@@ -216,13 +238,13 @@ class _Bindings(cst.CSTVisitor):
     """The names a block binds in its own scope (nested functions and classes bind their
     own name only), and those it declares `global`/`nonlocal`."""
 
-    def __init__(self, skip: cst.CSTNode | None) -> None:
+    def __init__(self, skip: list[cst.BaseSuite]) -> None:
         super().__init__()
         self.names: set[str] = set()
-        self._skip = skip
+        self._skip = {id(node) for node in skip}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if node is self._skip:
+        if id(node) in self._skip:
             return False
         return super().on_visit(node)
 

@@ -21,6 +21,11 @@ _CUDA_SOURCES = (".cu", ".cuh")
 # `if os.getenv("FORCE_CUDA") == "1":`, `if WITH_CUDA:`.
 _BUILD_WORDS = ("cuda_home", "force_cuda", "with_cuda")
 _FALLBACK = "; keep a CPU `CppExtension` or a pure-PyTorch fallback"
+# Calls that show text (an environment report prints `CUDA_HOME`), and those that only
+# make text of a value on the way there.
+_MESSAGE_CALLS = frozenset({"print", "debug", "info", "warning", "warn", "error", "log",
+                            "write", "echo", "secho", "append_row", "add_row"})
+_TEXT_CALLS = frozenset({"str", "repr", "format", "append", "extend", "tabulate"})
 _CUDA_HOME_MESSAGE = "`CUDA_HOME` from torch.utils.cpp_extension is None without the CUDA toolkit"
 _EXTENSION_MESSAGE = "`CUDAExtension` needs nvcc and the CUDA toolkit" + _FALLBACK
 
@@ -33,9 +38,12 @@ class CudaExtensionBuild(TracksAssignments):
     sources (also built by a comprehension, `os.path.join` or a variable), `load_inline(...,
     cuda_sources=...)`, either with `extra_cuda_cflags`, `with_cuda=True`, and `CUDA_HOME` from
     `torch.utils.cpp_extension` used as a path (`os.path.join(CUDA_HOME, "include")`); a test
-    such as `CUDA_HOME is not None` is no finding but a guard, and so is a test of
-    `CUDA_HOME is None` that warns or skips (`if CUDA_HOME is None:` that warns and returns,
-    `pytest.skip(...)`, a `skipif(CUDA_HOME is None, ...)`).
+    such as `CUDA_HOME is not None`, or of its truthiness (`if CUDA_HOME and
+    os.path.isdir(...)`), is no finding but a guard, and so is a test of `CUDA_HOME is None`
+    (or `not CUDA_HOME`) that warns or skips (`if CUDA_HOME is None:` that warns and
+    returns, `pytest.skip(...)`, a `skipif(CUDA_HOME is None, ...)`). Text that only shows
+    the value (an environment report: `print("CUDA_HOME:", CUDA_HOME)`,
+    `info["CUDA_HOME"] = CUDA_HOME`, `("CUDA_HOME", str(CUDA_HOME))`) is no build.
     An `"nvcc"` entry in `extra_compile_args` (a dict literal, `dict(nvcc=...)`, or
     `extra_compile_args["nvcc"] = [...]` before the call) is reported where it is set, in a
     module that names no `CUDAExtension` (there it says nothing new).
@@ -138,7 +146,7 @@ class CudaExtensionBuild(TracksAssignments):
         if qualified == _CUDA_EXTENSION:
             self._extensions += 1
             self._report(node, _EXTENSION_MESSAGE)
-        elif qualified == _CUDA_HOME and not self._is_probe():
+        elif qualified == _CUDA_HOME and not self._is_probe() and not self._only_shown():
             self._report(node, _CUDA_HOME_MESSAGE)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -192,6 +200,47 @@ class CudaExtensionBuild(TracksAssignments):
             return False
         return not (isinstance(parent, cst.Attribute) and parent.attr is node)
 
+    def _only_shown(self) -> bool:
+        """`print("CUDA_HOME:", CUDA_HOME)`, `info["CUDA_HOME"] = CUDA_HOME`,
+        `("CUDA_HOME", str(CUDA_HOME))`: text that shows the value (an environment report),
+        through `str()`, f-strings and formatting; not a path built from it, nor an `env=`
+        given to a build."""
+        child = self.ctx.stack[-1]
+        for node in self.ctx.ancestors():
+            if isinstance(node, cst.Call):
+                leaf = _call_leaf(node)
+                if leaf in _MESSAGE_CALLS:
+                    return True
+                if leaf not in _TEXT_CALLS:
+                    return False
+            elif isinstance(node, cst.Arg) and _keyword(node) == "env":
+                return False
+            elif isinstance(node, cst.DictElement):
+                if node.value is not child or arguments.string_value(node.key) is None:
+                    return False
+                return not self._in_env_argument()
+            elif isinstance(node, cst.Tuple) and child is not node.elements[0]:
+                return arguments.string_value(node.elements[0].value) is not None
+            elif isinstance(node, cst.Assign):
+                return node.value is child and all(self._labelled(t.target)
+                                                   for t in node.targets)
+            elif isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+            child = node
+        return False
+
+    def _in_env_argument(self) -> bool:
+        return any(isinstance(node, cst.Arg) and _keyword(node) == "env"
+                   for node in self.ctx.ancestors())
+
+    def _labelled(self, target: cst.BaseExpression) -> bool:
+        """`info["CUDA_HOME"]`: an entry of a table, not `os.environ[...]`."""
+        if not isinstance(target, cst.Subscript) or len(target.slice) != 1:
+            return False
+        index = target.slice[0].slice
+        return isinstance(index, cst.Index) and arguments.string_value(index.value) is not None \
+            and self.ctx.qualname(target.value) != "os.environ"
+
     def _is_probe(self) -> bool:
         """`CUDA_HOME is not None`, `if CUDA_HOME:`: a test, not a path; except in `assert`."""
         child = self.ctx.stack[-1]
@@ -208,6 +257,13 @@ class CudaExtensionBuild(TracksAssignments):
                 return False
             child = node
         return False
+
+
+def _call_leaf(call: cst.Call) -> str | None:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else None
 
 
 def _keyword(arg: cst.Arg) -> str | None:

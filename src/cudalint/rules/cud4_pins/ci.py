@@ -11,11 +11,11 @@ from yaml.nodes import Node
 from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity
 from cudalint.formats import yaml_lines
-from cudalint.formats.shell import Command, Word, lines_of, read_script
+from cudalint.formats.shell import lines_of, read_script
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.cud4_pins.conda import conda_command
 from cudalint.rules.cud4_pins.cuda_pins import Problem, cuda_image, finding, is_cuda_url
-from cudalint.rules.cud4_pins.pip import pip_command
+from cudalint.rules.cud4_pins.pip import pip_commands
 
 _GPU_LABEL = re.compile(
     r"(?<![a-z0-9])(?:gpu\w*|cuda\w*|nvidia\w*|a10g?|a100|h100|h200|v100|t4|l4|l40s?)(?![a-z0-9])",
@@ -39,8 +39,9 @@ class CudaOnlyCi(FileRule):
     - CUDA container images (`container:`, `services:`, GitLab `image:`);
     - CUDA toolkit set-up actions (`Jimver/cuda-toolkit`, `N-Storm/cuda-toolkit`, ...) and
       installs;
-    - CUDA wheel indexes and CUDA pins installed by `run:`/`script:` steps, and CUDA wheel
-      indexes or CUDA images set in `env:` values (of the workflow, a job or a step).
+    - CUDA wheel indexes and CUDA pins installed by `run:`/`script:` steps (also an index a
+      shell variable of the same step holds), and CUDA wheel indexes or CUDA images set in
+      `env:` values (of the workflow, a job or a step).
 
     The commands of every `run:` step (and GitLab `script:`) are read as a shell script is:
     CUD501-CUD504 report what they find there at the line inside the block.
@@ -210,10 +211,12 @@ class CudaOnlyCi(FileRule):
         if node is None:
             return
         segments = yaml_lines.script_segments(node, source.lines)
-        for command in read_script(lines_of(segments)):
-            for word, problem in _pins(command):
-                yield finding(self, source, command.position(word), Problem(
-                    problem.message, self.severity), prefix="a CI step installs CUDA: ")
+        commands = tuple(read_script(lines_of(segments)))
+        found = [*pip_commands(commands),
+                 *((c, w, p) for c in commands for w, p in conda_command(c))]
+        for command, word, problem in sorted(found, key=lambda f: f[0].position(f[1])):
+            yield finding(self, source, command.position(word), Problem(
+                problem.message, self.severity), prefix="a CI step installs CUDA: ")
 
     def _at(self, source: SourceFile, node: Node, message: str) -> Finding:
         return self.finding(source, *yaml_lines.value_start(node), message=message)
@@ -226,7 +229,3 @@ def _looks_like_image(text: str) -> bool:
     return "/" in text and "://" not in text and not text.startswith(("/", ".", "$", "~")) \
         and not any(c.isspace() for c in text)
 
-
-def _pins(command: Command) -> Iterator[tuple[Word, Problem]]:
-    yield from pip_command(command)
-    yield from conda_command(command)

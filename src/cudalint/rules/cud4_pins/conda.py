@@ -46,7 +46,9 @@ class CondaCudaPin(FileRule):
     the `nvidia` channel itself (a warning), CUDA-only packages from the shared table
     (`cupy`, ...) and, under `pip:`, the pip pins CUD402 finds (CUDA wheels, `+cu121`
     versions, CUDA wheel indexes, CUDA-only packages named by their repository's or wheel
-    file's URL). Read in `environment*.yml` / `conda*.yml` files and in
+    file's URL). Read in conda environment files, found by their content whatever their name
+    (`environment*.yml`, `conda*.yml`, `env.yml`, `<project>_env.yaml`: top-level
+    `dependencies:` with `channels:` or `name:`, and no key conda does not know), and in
     `conda`/`mamba`/`micromamba install|create` commands of shell scripts, Makefiles,
     Dockerfiles and notebooks (`%conda install`).
 

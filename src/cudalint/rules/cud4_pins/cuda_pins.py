@@ -55,7 +55,8 @@ _DISTRIBUTION_FILE = re.compile(r"(?:^|[/=])([A-Za-z0-9][\w.]*?)-\d[^/]*\.(?:whl
 class Problem:
     message: str
     severity: Severity = Severity.ERROR
-    guarded: bool = False  # kept off macOS by a platform marker, or an optional extra
+    guarded: bool = False  # in an optional extra or dependency group
+    off_macos: bool = False  # kept off macOS by an environment marker: info
 
 
 def finding(rule: FileRule, source: SourceFile, where: tuple[int, int], problem: Problem,
@@ -89,7 +90,10 @@ def requirement_problem(text: str) -> Problem | None:
     problem = (_package(parsed.name) or _local_version(parsed) or _extras(parsed)
                or (url_problem(parsed.url) if parsed.url else None))
     if problem is not None and excluded_on_macos(parsed.marker):
-        return replace(problem, guarded=True)
+        # pip skips the line on a Mac: harmless off CUDA
+        return replace(problem, severity=Severity.INFO, off_macos=True,
+                       message=f"{problem.message} (its marker keeps it off macOS, where pip "
+                               "skips it)")
     return problem
 
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity, error_finding
@@ -35,6 +37,11 @@ _INDEX_VARIABLES = {
 }
 
 
+def _name(requirement: str) -> str:
+    """The distribution a requirement line names (`nvidia-cudnn-cu12==9.1.0.70 ; ...`)."""
+    return re.split(r"[\s;=<>!~\[@(]", requirement, maxsplit=1)[0]
+
+
 def line_problem(line: Line) -> Problem | None:
     """A requirements-file line (also a `pip:` entry of an environment file)."""
     if line.option is None:
@@ -57,16 +64,57 @@ def argument_problem(option: str | None, value: str) -> Problem | None:
     return None
 
 
-def pip_command(command: Command) -> Iterator[tuple[Word, Problem]]:
-    """The CUDA pins of a `pip install` (or uv) command, and of pip's index variables."""
-    for option, word in pip_install(program(command)) or ():
-        problem = argument_problem(option, word.value)
+_EXPANSION = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+_FETCHING = ("install", "download", "wheel")  # pip commands that read the indexes
+_DECLARING = frozenset({"export", "declare", "typeset", "readonly", "local"})
+
+
+def pip_command(command: Command, variables: dict[str, str] | None = None,
+                ) -> Iterator[tuple[Word, Problem]]:
+    """The CUDA pins of a `pip install`/`download` (or uv) command, and of pip's index
+    variables; `$NAME` in them read from `variables` (what the script set before)."""
+    variables = {} if variables is None else variables
+    for option, word in pip_install(program(command), _FETCHING) or ():
+        value = _expanded(word.value, variables)
+        problem = argument_problem(option, value)
+        if problem is not None and value != word.value:
+            problem = replace(problem, message=f"{problem.message} (the value of "
+                                               f"`{word.value}`)")
         if problem is not None:
             yield word, problem
     for word in assigned(command):
         name, _, value = word.value.partition("=")
+        value = _expanded(value, variables)
         if name in _INDEX_VARIABLES and (problem := index_problem(_INDEX_VARIABLES[name], value)):
             yield word, problem
+
+
+def pip_commands(commands: Iterable[Command]) -> Iterator[tuple[Command, Word, Problem]]:
+    """`pip_command` over a script's commands in order, following the shell variables it
+    sets (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`)."""
+    variables: dict[str, str] = {}
+    for command in commands:
+        for word, problem in pip_command(command, variables):
+            yield command, word, problem
+        _note_variables(command, variables)
+
+
+def _note_variables(command: Command, variables: dict[str, str]) -> None:
+    """What a command sets for the commands after it: `NAME=value` alone, `export NAME=...`
+    (not `NAME=value cmd`, which sets it for `cmd` only)."""
+    argv = command.argv
+    if argv and argv[0].value not in _DECLARING:
+        return
+    for word in assigned(command):
+        name, equals, value = word.value.partition("=")
+        if equals and not name.endswith("+"):
+            variables[name] = _expanded(value, variables)
+
+
+def _expanded(text: str, variables: dict[str, str]) -> str:
+    if "$" not in text or not variables:
+        return text
+    return _EXPANSION.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), text)
 
 
 class PipCudaPin(FileRule):
@@ -92,11 +140,17 @@ class PipCudaPin(FileRule):
     optional-dependencies, `[dependency-groups]`, `[build-system]`, `[[tool.uv.index]]`,
     `[tool.uv.sources]`, poetry sources and dependencies); in setup.cfg and setup.py
     (`install_requires`, `extras_require`, read without running setup.py); and in `pip
-    install`/`uv pip install`/`uv add` commands of scripts, Dockerfiles and notebooks.
+    install`/`pip download`/`pip wheel`/`uv pip install`/`uv add` commands of scripts,
+    Dockerfiles and notebooks, also where a shell variable the script set before holds the
+    index (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`).
 
-    `torch==2.1.0` without a CUDA marker is not reported, nor is a `cpu` index. A pin kept
-    off macOS by a marker (`triton; sys_platform == "linux"`), and one in an optional extra
-    or dependency group, is guarded (one severity lower).
+    `torch==2.1.0` without a CUDA marker is not reported, nor is a `cpu` index. A pin in an
+    optional extra or dependency group is guarded (one severity lower). A pin whose marker
+    keeps it off macOS (`triton; sys_platform == "linux"`,
+    `nvidia-cudnn-cu12==9.1.0.70 ; platform_machine == 'x86_64' and sys_platform == 'linux'`)
+    is skipped by pip on a Mac: it is info, and a requirements file (a pip-compile or
+    `uv export` lock) with several such lines gets one finding for all of them, at the first,
+    with their count.
 
     ## Why is this bad?
     These pins resolve to Linux CUDA wheels. On a Mac the install fails (there is no
@@ -122,7 +176,7 @@ class PipCudaPin(FileRule):
 
     code = "CUD402"
     name = "pip-cuda-pin"
-    site_severities = (Severity.WARNING,)
+    site_severities = (Severity.WARNING, Severity.INFO)
     message = "pip pin that needs CUDA"
     file_kinds = frozenset({FileKind.REQUIREMENTS, FileKind.PYPROJECT, FileKind.SETUP_CFG,
                             *scripts.SCRIPT_RULE_KINDS})
@@ -185,17 +239,34 @@ class PipCudaPin(FileRule):
         else:
             if source.kind is FileKind.DOCKERFILE:
                 yield from self._docker_env(source)
-            for command in scripts.commands(source):
-                for word, problem in pip_command(command):
-                    yield finding(self, source, command.position(word), problem,
-                                  guarded=command.guarded)
+            for command, word, problem in pip_commands(scripts.commands(source)):
+                yield finding(self, source, command.position(word), problem,
+                              guarded=command.guarded)
 
     def _requirements(self, source: SourceFile) -> Iterator[Finding]:
+        off_macos: list[tuple[Line, Problem]] = []
         for line in read_lines(source.lines):
             problem = line_problem(line)
-            if problem is not None:
+            if problem is not None and problem.off_macos:
+                off_macos.append((line, problem))
+            elif problem is not None:
                 column = line.value_column if line.option else line.column
                 yield finding(self, source, (line.row, column), problem)
+        if off_macos:
+            yield self._off_macos(source, off_macos)
+
+    def _off_macos(self, source: SourceFile, pins: list[tuple[Line, Problem]]) -> Finding:
+        """The pins a marker keeps off macOS (a lock export lists torch's Linux-only CUDA
+        dependencies so): one info finding for the file, at the first, with the count."""
+        first, problem = pins[0]
+        if len(pins) > 1:
+            names = [_name(line.text) for line, _ in pins]
+            shown = ", ".join(f"`{name}`" for name in names[:3]) + (", ..." if len(names) > 3
+                                                                       else "")
+            problem = Problem(f"{len(pins)} CUDA pins ({shown}) are kept off macOS by their "
+                              "markers: pip skips them there, so they only matter on Linux "
+                              "with CUDA", Severity.INFO, off_macos=True)
+        return finding(self, source, (first.row, first.column), problem)
 
     def _project_file(self, source: SourceFile) -> Iterator[Finding]:
         read = (project_files.pyproject if source.kind is FileKind.PYPROJECT

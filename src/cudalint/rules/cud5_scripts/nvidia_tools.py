@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cudalint.engine.contract import FileRule, Invalid, PythonRule, Valid
+from cudalint.engine.walk import scopes
 from cudalint.kinds import SHELL_RULE_KINDS, SourceFile
 
 if TYPE_CHECKING:
+    from cudalint.engine.walk.context import PythonContext
     from cudalint.finding import Finding
     from cudalint.formats.shell import Command, Word
 
@@ -69,7 +71,10 @@ class NvidiaToolCall(FileRule):
     A call whose failure is handled is guarded (a warning): in an `if` condition or after
     `command -v nvidia-smi &&` in shell, before `|| true`, in an `if` branch testing for
     CUDA, or in Python inside `try` catching `FileNotFoundError`/`OSError`/
-    `CalledProcessError`.
+    `CalledProcessError`. A `test && nvidia-smi` list is guarded only when the test is
+    itself a CUDA or driver probe (`nvidia-smi -L &&`, `command -v nvcc &&`,
+    `[ -d /usr/local/cuda ] &&`), never when it tests a user's setting
+    (`[ -z "$n_gpu" ] && n_gpu=$(nvidia-smi -L | wc -l)`, as its `if` form).
 
     ## Why is this bad?
     Neither tool exists on a Mac: the command fails with "command not found" (a script with
@@ -133,7 +138,10 @@ class NvidiaToolSubprocess(PythonRule):
     Finds `nvidia-smi` and `nvcc` run from Python: `subprocess.run/call/check_output/Popen`
     with a list or a command string, `os.system`, `os.popen`, `os.exec*`,
     `asyncio.create_subprocess_*`, also when the program's path is built
-    (`os.path.join(CUDA_HOME, "bin", "nvcc")`). Part of CUD501 (see its page).
+    (`os.path.join(CUDA_HOME, "bin", "nvcc")`) or reaches the call through a variable of the
+    same function (`nvcc = "nvcc"; subprocess.run([nvcc, "-V"])`, `f"{nvcc} -V"`) or a loop
+    over candidate paths (`for nvcc in [cuda_home + "/bin/nvcc", "nvcc"]:`). Part of CUD501
+    (see its page).
 
     ## Why is this bad?
     On a Mac the program does not exist: `FileNotFoundError`, or a shell's "command not
@@ -178,7 +186,16 @@ class NvidiaToolSubprocess(PythonRule):
         Invalid("import os, subprocess\nfrom torch.utils.cpp_extension import CUDA_HOME\n"
                 "subprocess.run([os.path.join(CUDA_HOME, 'bin', 'nvcc'), '--version'])\n"),
         Invalid("import os\nos.system(f'{home}/bin/nvcc --version')\n"),
+        Invalid("import subprocess\nnvcc = 'nvcc'\nsubprocess.run([nvcc, '-V'])\n"),
+        Invalid("import os, subprocess\n\ndef nvcc_version(home):\n"
+                "    for nvcc in [os.path.join(home, 'bin', 'nvcc'), 'nvcc']:\n"
+                "        try:\n            return subprocess.check_output([nvcc, '--version'])\n"
+                "        except OSError:\n            continue\n"),
     )
+
+    def __init__(self, ctx: PythonContext) -> None:
+        super().__init__(ctx)
+        self._assigned: dict[int, dict[str, list[cst.BaseExpression]]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_name(node) not in _SUBPROCESS or not node.args:
@@ -196,11 +213,13 @@ class NvidiaToolSubprocess(PythonRule):
         # the shell parser: once a subprocess call is seen
         from cudalint.formats.shell import basename, read_command_string
 
+        if isinstance(expr, cst.Name):
+            expr = self._value_of(expr) or expr  # `cmd = [nvcc, "-V"]; subprocess.run(cmd)`
         if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements:
             first = expr.elements[0].value
-            value = self._template(first)
-            if value is not None and basename(value) in _TOOLS:
-                return basename(value), first
+            for value in self._programs(first):
+                if basename(value) in _TOOLS:
+                    return basename(value), first
             return None
         text = self._template(expr) if expr is not None else None
         if text is not None and expr is not None:
@@ -208,6 +227,36 @@ class NvidiaToolSubprocess(PythonRule):
                 for word in tool_words(command):
                     return basename(word), expr
         return None
+
+    def _programs(self, expr: cst.BaseExpression) -> list[str]:
+        """What a program argument may be: its text, the value its variable holds (in this
+        function), or each candidate of a loop over them."""
+        if isinstance(expr, cst.Name):
+            value = self._value_of(expr)
+            if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+                return [t for e in value.elements if (t := self._template(e.value)) is not None]
+            if value is not None:
+                expr = value
+        text = self._template(expr)
+        return [] if text is None else [text]
+
+    def _value_of(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The candidates of the loop `name` runs over (`for nvcc in [a, "nvcc"]:`), or the
+        last value the enclosing function (or, at module level, the module) assigns it:
+        only what the unit being walked itself assigns, which names this rule's terms."""
+        scope: cst.CSTNode = self.ctx.module
+        for node in self.ctx.ancestors():
+            if isinstance(node, cst.For) and isinstance(node.target, cst.Name) \
+                    and node.target.value == name.value:
+                return node.iter
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                scope = node
+                break
+        known = self._assigned.get(id(scope))
+        if known is None:  # read once per scope, only where a call runs a variable
+            known = self._assigned[id(scope)] = scopes.assignments(scope)
+        values = known.get(name.value)
+        return values[-1] if values else None
 
     def _template(self, expr: cst.BaseExpression) -> str | None:
         """The text of a string built from literals and values (`cuda_dir + "/bin/nvcc"`,
@@ -218,7 +267,7 @@ class NvidiaToolSubprocess(PythonRule):
             return value if isinstance(value, str) else None
         parts: list[str | None] = []
         if isinstance(expr, cst.FormattedString):
-            parts = [p.value if isinstance(p, cst.FormattedStringText) else "x"
+            parts = [p.value if isinstance(p, cst.FormattedStringText) else self._part(p)
                      for p in expr.parts]
         elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Add):
             parts = [self._template(expr.left), self._template(expr.right)]
@@ -230,6 +279,15 @@ class NvidiaToolSubprocess(PythonRule):
         if not any(part is not None for part in parts):
             return None
         return "".join(part or "x" for part in parts)
+
+    def _part(self, part: cst.BaseFormattedStringContent) -> str:
+        """An f-string's `{nvcc}`: the text of the value the variable holds, else `x`."""
+        expression = getattr(part, "expression", None)
+        if isinstance(expression, cst.Name):
+            value = self._value_of(expression)
+            if value is not None and not isinstance(value, cst.FormattedString):
+                return self._template(value) or "x"
+        return "x"
 
     def _handled(self) -> bool:
         """Inside `try` catching a launch failure, or an `if` testing for the tool or CUDA."""
