@@ -59,6 +59,20 @@ def test_a_class_keeps_the_methods_that_hold_one() -> None:
     assert part.read(_finding(14)) and not part.read(_finding(11))
 
 
+def test_a_class_in_a_class_keeps_only_what_holds_one() -> None:
+    """A test module's shape: the tests in a class inside the class the module runs."""
+    source = ("import torch\n\n\nclass DistributedTest:\n    class _DistTestBase:\n"
+              "        def test_a(self):\n            x = y.cuda(device=rank)\n\n"
+              "        @skip_if_no_gpu\n        def test_b(self):\n"
+              "            torch.cuda.synchronize()\n\n    def helper(self):\n"
+              "        return 1\n")
+    part = nearby(source.encode(), [_finding(7)], helpers=frozenset())
+    assert [unit.name for unit in part.hidden] == ["test_b", "helper"]
+    assert "synchronize" not in part.data.decode() and "y.cuda(device=rank)" in part.data.decode()
+    compile(part.data, "blanked.py", "exec")  # still Python, every line where it was
+    assert len(part.data.splitlines()) == len(source.splitlines())
+
+
 def test_a_helper_a_fix_calls_and_a_name_a_blanked_unit_spells_are_kept_in_view() -> None:
     source = TRAIN + "\n\ndef pick_device():\n    return torch.device('cpu')\n"
     part = nearby(source.encode(), [_finding(5)], helpers=frozenset({"pick_device"}))

@@ -14,12 +14,15 @@ caller then simulates with the whole module)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import ast
+from collections.abc import Callable, Collection, Sequence
 
-from cudalint.engine.first_pass.sparse import Unit, blank, units_of
+from cudalint.engine.first_pass.sparse import Unit, blank, first_line, units_of
 from cudalint.engine.reading.ast_parse import parse_quietly
 from cudalint.engine.reading.depth import BOM
 from cudalint.finding import Finding
+
+_UNITS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 class Nearby:
@@ -46,9 +49,9 @@ class Nearby:
 
 def nearby(data: bytes, near: Sequence[Finding], helpers: Collection[str]) -> Nearby:
     """The module as the simulation reads it: every unit holding a finding of `near` (a
-    class: its methods that hold none are blanked), every top-level function or class named
-    in `helpers`, and every statement that is no unit. Unchanged where `ast` cannot read it
-    (the simulation then fails as the lint does)."""
+    class: its methods and classes that hold none are blanked), every top-level function or
+    class named in `helpers`, and every statement that is no unit. Unchanged where `ast`
+    cannot read it (the simulation then fails as the lint does)."""
     try:
         tree = parse_quietly(data.removeprefix(BOM))
     except (SyntaxError, ValueError, UnicodeDecodeError, LookupError, RecursionError,
@@ -65,7 +68,25 @@ def nearby(data: bytes, near: Sequence[Finding], helpers: Collection[str]) -> Ne
             continue
         if not holds(unit):
             hidden.append(unit)
-        else:
-            hidden += [method for method in unit.methods if not holds(method)]
+        elif isinstance(unit.node, ast.ClassDef):
+            lines = data.removeprefix(BOM).splitlines(keepends=True)
+            hidden += _members(unit.node, lines, holds)
     return Nearby(data, hidden)
+
+
+def _members(owner: ast.ClassDef, lines: list[bytes], holds: Callable[[Unit], bool],
+             ) -> list[Unit]:
+    """The functions and classes in a class's body that hold no nearby finding; those of a
+    class in it that holds one, and so on (a test module's `class Tests: class _Base: ...`)."""
+    found: list[Unit] = []
+    for node in owner.body:
+        if not isinstance(node, _UNITS):
+            continue
+        first, last = first_line(node), node.end_lineno or node.lineno
+        unit = Unit(first, last, b"".join(lines[first - 1 : last]), node, top_level=False)
+        if not holds(unit):
+            found.append(unit)
+        elif isinstance(node, ast.ClassDef):
+            found += _members(node, lines, holds)
+    return found
 
