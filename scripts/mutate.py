@@ -593,6 +593,20 @@ MUTATIONS: tuple[Mutation, ...] = (
        "(chained or mentions_probe(words))",
        "tests/rules/cud5/test_scripts.py",
        '`[ -z "$n_gpu" ] && n_gpu=$(nvidia-smi -L | wc -l)` counts as a guard'),
+    # -- issue 46: the fix simulation reads only the units near a fix; the opening's handover --
+    _m("nearby-blanks-the-units-it-needs", "engine/lint/nearby.py",
+       "        if not holds(unit):\n", "        if holds(unit):\n",
+       "tests/engine/test_nearby.py",
+       "the simulation blanks the units holding the nearby findings and reads the others"),
+    _m("nearby-helper-blanked", "engine/lint/nearby.py",
+       "        if unit.name in helpers:\n            continue\n", "",
+       "tests/engine/test_nearby.py",
+       "a helper function a fix calls is blanked: the simulated fix imports it again"),
+    _m("handover-check-dropped", "lsp/handover.py",
+       "data = pickle.dumps(begun.handed(arrived), protocol=pickle.HIGHEST_PROTOCOL)",
+       "data = pickle.dumps(begun.handed(arrived, checked=False))",
+       "tests/lsp/test_handover.py",
+       "the child's check is not handed over: the server checks the first document again"),
 )
 
 

@@ -80,6 +80,7 @@ class Linter:
         # The server's opening's check of the first document, until the worker adopts it,
         # and what the opening published of it, until the loop publishes that document.
         self._first: FirstCheck | None = None
+        self._settled = False  # whether the memory loaded by now is settled (settle_memory)
         self._sent: tuple[str, int | None, list[Form]] | None = None
         self._arrived: dict[tuple[str, int | None], float] = {}  # (uri, version): came when
 
@@ -295,7 +296,15 @@ class Linter:
             with contextlib.suppress(ConfigError):  # each document's check reports it
                 project = self.projects.for_path(roots[0] / "__init__.py", roots)
                 self._rehearse(project, roots[0])
+        _settle_memory(collect=not self._settled)
+
+    def settle_memory(self) -> None:
+        """What is loaded by now lives as long as the server (`_settle_memory`); once it is
+        settled, `warm_up` only freezes what came since (the opening's check, handed over:
+        lsp/handover.py), without a collection that would scan it on the way to the first
+        code action."""
         _settle_memory()
+        self._settled = True
 
     def _rehearse(self, project: checker.Project, root: Path) -> None:
         """Check `rehearsal.SCRIPT` as a buffer of `root` and drop what it found."""
@@ -529,12 +538,13 @@ def _settle(future: asyncio.Future[T], result: T | None, error: BaseException | 
         future.set_result(result)  # type: ignore[arg-type]
 
 
-def _settle_memory() -> None:
+def _settle_memory(*, collect: bool = True) -> None:
     """What is loaded by now (the rules, their tables) lives as long as the server: the cyclic
     garbage collector stops scanning it, and runs less often. A check makes hundreds of
     thousands of short-lived objects (syntax trees without cycles, freed by reference
     counting); with the default thresholds their collection took a quarter of an edit's check."""
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 

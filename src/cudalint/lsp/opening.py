@@ -75,11 +75,15 @@ class Opening:
     projects: Projects | None = None  # the configurations loaded for the first check
     stream: Input | None = None
     ended: float = 0.0  # when the opening ended (time.monotonic)
+    # An opening handed over from another process (lsp/handover.py): what it read, and the
+    # document versions it dated (`catch_up`).
+    taken: bytes = b""
+    arrived: dict[tuple[str, int | None], float] | None = None
 
     @property
     def read(self) -> bytes:
         """Every byte read from stdin, in order: pygls reads them again."""
-        return b"" if self.stream is None else bytes(self.stream.taken)
+        return self.taken if self.stream is None else bytes(self.stream.taken)
 
     def catch_up(self) -> dict[tuple[str, int | None], float]:
         """Read what the editor has sent since the opening ended (pygls reads it again), and
@@ -87,9 +91,17 @@ class Opening:
         Their own arrival is unknown (they waited while pygls loaded), and that bound keeps
         what the editor sent in a burst a burst for the debounce (Linter.changed)."""
         if self.stream is None:
-            return {}
+            return dict(self.arrived or {})
         self.stream.drain()
         return {key: self.ended for key in self.stream.versions()}
+
+    def handed(self, arrived: dict[tuple[str, int | None], float], *,
+               checked: bool = True) -> Opening:
+        """The opening as another process takes it over (without the stream; without the
+        check and the configurations unless `checked`)."""
+        return Opening(answered=self.answered, first=self.first if checked else None,
+                       projects=self.projects if checked else None, ended=self.ended,
+                       taken=self.read, arrived=arrived)
 
 
 def begin(stdin: BinaryIO, stdout: BinaryIO, version: str) -> Opening:

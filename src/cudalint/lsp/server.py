@@ -8,7 +8,8 @@ cells) are checked as `cudalint check` checks the saved `.ipynb`, and each findi
 on its cell (lsp/notebooks.py); a `.ipynb` opened as a text document (its JSON) is not checked.
 
 Over stdio the server's opening (lsp/opening.py) answers `initialize` and publishes the first
-document's diagnostics before pygls and lsprotocol load; pygls then reads every message again.
+document's diagnostics, in a child process while this one loads pygls and lsprotocol
+(lsp/handover.py); pygls then reads every message again.
 """
 
 from __future__ import annotations
@@ -50,11 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_ERROR
     else:
         from cudalint import __version__
-        from cudalint.lsp import opening
+        from cudalint.lsp import handover, opening
 
         stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-        begun = opening.begin(stdin, stdout, __version__)  # the first diagnostics
-        server = _server(args)
+        # the first diagnostics, from a child, while this process loads pygls
+        begun, server = handover.opened_beside(stdin, stdout, __version__,
+                                               lambda: _server(args, prepared=True))
         server.linter.adopt(begun, begun.catch_up())
         gc.enable()
         # pygls reads the opening's messages again; returns when stdin closes or the client
@@ -70,13 +72,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def _server(args: argparse.Namespace) -> Server:
+def _server(args: argparse.Namespace, *, prepared: bool = False) -> Server:
+    """`prepared`: made ready for the first messages (handlers.prepare)."""
     from cudalint.lsp import malformed
-    from cudalint.lsp.handlers import create_server
+    from cudalint.lsp.handlers import create_server, prepare
 
     malformed.install()
-
-    return create_server(debounce=args.debounce_ms / 1000)
+    server = create_server(debounce=args.debounce_ms / 1000)
+    return prepare(server) if prepared else server
 
 
 def _milliseconds(value: str) -> int:

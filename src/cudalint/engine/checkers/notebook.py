@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -22,7 +23,7 @@ from cudalint.engine.checkers.job import FileReport, Job, finish_fix, run_file_r
 from cudalint.engine.fixes import notebook_imports
 from cudalint.engine.fixes.imports import Needs
 from cudalint.engine.lint.autofix import FixError, fix_python
-from cudalint.engine.lint.foreseen import foreseen
+from cudalint.engine.lint.foreseen import Simulated, everywhere, foreseen
 from cudalint.engine.lint.python import BOM, error_finding, lint_python
 from cudalint.engine.locate import noqa
 from cudalint.engine.reading.cells import Cell, cell_text, read_cell, unmasked
@@ -163,11 +164,12 @@ def _fix_cell(job: Job, cell: Cell) -> tuple[str, int, list[Finding], list[Findi
     return fixed, outcome.applied, outcome.result.findings, outcome.found, outcome.needs
 
 
-def _fixed_cell(job: Job, cell: Cell, unsafe: bool) -> tuple[list[Finding], list[Finding]]:
-    """The cell's findings before and after --fix fixes it in memory (what a check foresees)."""
+def _fixed_cell(job: Job, cell: Cell, unsafe: bool, _near: Sequence[Finding]) -> Simulated:
+    """The cell's findings before and after --fix fixes it in memory (what a check foresees);
+    the whole cell is read."""
     fixing = job.replace(options=job.options.replace(fix=True, unsafe_fixes=unsafe))
     _, _, after, before, _ = _fix_cell(fixing, cell)
-    return before, after
+    return before, after, everywhere
 
 
 # -- writing ----------------------------------------------------------------------------------

@@ -7,11 +7,13 @@ that its footer's "N fixable" is what `--fix` then counts as fixed (output/commo
 
 Only fixing tells which findings go, so the check fixes the code in memory, as `--diff`
 does, and only where a finding without a safe fix of its own lies within a finding that has
-one or within the code its fix replaces: that is rare, and only those modules (or notebook
-cells) pay for it. Where a module needs both simulations (the safe fixes, every fix), both
-start from one whole-file lint of it (engine/checkers/python.py), and a fix rebuilds only the
-nodes that hold its target (engine/fixes/fixer.py): a huge test module with a few such
-findings pays for a lint of each fixed code, not for rebuilding the module whole each time.
+one or within the code its fix replaces (the unsafe fixes are simulated only where a finding
+with no fix at all lies so): that is rare, and only those modules (or notebook cells) pay for
+it. A module's simulation reads only the functions and classes that hold those nearby
+findings (engine/checkers/python.py blanks the others, as the first pass does): a fix
+elsewhere takes only its own finding, and a finding elsewhere is never marked. Where a module
+needs both simulations (the safe fixes, every fix), both start from one lint of what they
+read, and a fix rebuilds only the nodes that hold its target (engine/fixes/fixer.py).
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ if TYPE_CHECKING:
 
     from cudalint.engine.report import NodeFix
 
-# unsafe -> the findings before and after fixing (None: the fixes cannot be applied)
-Simulation = Callable[[bool], "tuple[Sequence[Finding], Sequence[Finding]] | None"]
+# The findings before and after fixing, and whether a finding is in what the simulation read.
+Simulated = tuple[Sequence[Finding], Sequence[Finding], Callable[[Finding], bool]]
+# (unsafe, the findings near a fix) -> Simulated (None: the fixes cannot be applied)
+Simulation = Callable[[bool, Sequence[Finding]], "Simulated | None"]
 _Key = tuple[str, Severity]
 _Range = tuple[Position, Position]
 
@@ -49,27 +53,33 @@ def foreseen(findings: list[Finding], fixes: Sequence[tuple[Finding, NodeFix, Co
                    and _within(f, [s for _, s in regions])]
     has_unsafe = any(fix.applicability is Applicability.UNSAFE for _, fix, _ in fixes)
     marked = list(findings)
+    nearby = [findings[i] for i in sorted({*safe_near, *unsafe_near})]
     if safe_near:
-        _mark(marked, simulate(False), safe_near, Applicability.SAFE)
-    if (unsafe_near or safe_near) and has_unsafe:
-        _mark(marked, simulate(True), unsafe_near, Applicability.UNSAFE)
+        _mark(marked, simulate(False, nearby), safe_near, Applicability.SAFE)
+    if unsafe_near and has_unsafe:
+        _mark(marked, simulate(True, nearby), unsafe_near, Applicability.UNSAFE)
     return marked
 
 
-def _mark(findings: list[Finding], simulated: tuple[Sequence[Finding], Sequence[Finding]] | None,
-          near: list[int], applicability: Applicability) -> None:
+def everywhere(_finding: Finding) -> bool:
+    """A simulation's `read` when it read the whole source."""
+    return True
+
+
+def _mark(findings: list[Finding], simulated: Simulated | None, near: list[int],
+          applicability: Applicability) -> None:
     """Mark as many of each code's findings (those `near` a fix first) as fixing with
-    `applicability` makes go beyond those it fixes already."""
+    `applicability` makes go beyond those it fixes already, in what the simulation read."""
     if simulated is None:
         return
-    before, after = simulated
+    before, after, read = simulated
     gone = Counter(map(_key, before)) - Counter(map(_key, after))
-    reached = Counter(_key(f) for f in findings if _reach(f, applicability))
+    reached = Counter(_key(f) for f in findings if read(f) and _reach(f, applicability))
     order = near + sorted(set(range(len(findings))) - set(near))
     for index in order:
         finding = findings[index]
         key = _key(finding)
-        if gone[key] > reached[key] and not _reach(finding, applicability):
+        if gone[key] > reached[key] and not _reach(finding, applicability) and read(finding):
             findings[index] = finding.replace(
                 extra={**finding.extra, FIXED_WITH_OTHERS: applicability.value})
             reached[key] += 1
