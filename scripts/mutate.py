@@ -121,13 +121,12 @@ MUTATIONS: tuple[Mutation, ...] = (
        "a whole read's walk skips a method that names only an import's alias"),
     # -- the fixer and its imports -------------------------------------------------------------
     _m("imports-emptied-import-kept", "engine/fixes/imports.py",
-       "    return {name for name in imported if used_before.get(name) and "
-       "not used_after.get(name)}\n",
+       "    return gone - unread(before, gone)\n",
        "    return set()\n",
        IMPORT_TESTS, "--fix keeps an import whose last use it rewrote"),
     _m("imports-still-used-import-removed", "engine/fixes/imports.py",
-       "{name for name in imported if used_before.get(name) and not used_after.get(name)}",
-       "{name for name in imported if used_before.get(name)}",
+       "    gone = unread(after, imported)\n",
+       "    gone = imported\n",
        IMPORT_TESTS, "--fix removes an import the module still reads"),
     _m("imports-edits-remove-nothing", "engine/fixes/fixer.py",
        "        return [e.as_edit() for e in imports.removal_edits(self.layout, unused)]",
