@@ -22,7 +22,7 @@ ALLOWED = {
     ("rules/index_build.py", "path().write_text("): "a developer's regeneration of the index",
     ("docs.py", "(folder / name).write_text("): "a developer's regeneration of the docs",
     ("engine/running/pool.py", 'open("/proc/self/statm"'): "the kernel's view of a worker",
-    ("runtime/smoke/isolation.py", 'open(f"/proc/{pid}/environ"'): "the kernel's",
+    ("runtime/smoke/signals.py", 'open(f"/proc/{pid}/environ"'): "the kernel's",
     ("runtime/smoke/isolation.py", "path.read_text("): "a worker's result, in smoke's own "
                                                       "private temporary folder",
     ("runtime/smoke/command.py", "Path(args.worker_json).write_text("): "the same, written",

@@ -167,7 +167,7 @@ def _find_table(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
             continue
         if not isinstance(table, dict):
             raise ConfigError(f"{candidate}: [tool.cudalint] must be a table")
-        _require_no_long_number(table, candidate)
+        require_no_long_number(table, candidate)
         return candidate, table
     return None
 
@@ -218,19 +218,19 @@ def load_config(start: Path, explicit: Path | None = None) -> Config:
         raise ConfigError(f"{path}: [tool.cudalint] must be a table")
     if path.name != "pyproject.toml" and not table:
         table = document  # a cudalint.toml holds the settings at the top level
-    _require_no_long_number(table, path)
+    require_no_long_number(table, path)
     return _from_table(table, path)
 
 
-def _require_no_long_number(value: object, path: Path, key: str = "") -> None:
+def require_no_long_number(value: object, path: Path, key: str = "") -> None:
     """ConfigError where cudalint's own table holds an integer too long to read (one in
     another tool's table is no concern of cudalint's: data.load_toml)."""
     if isinstance(value, dict):
         for name, item in value.items():
-            _require_no_long_number(item, path, f"{key}.{name}" if key else str(name))
+            require_no_long_number(item, path, f"{key}.{name}" if key else str(name))
     elif isinstance(value, list):
         for item in value:
-            _require_no_long_number(item, path, key)
+            require_no_long_number(item, path, key)
     elif isinstance(value, str) and value.startswith(LONG_NUMBER):
         limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
         raise ConfigError(f"{path}: invalid TOML: {value.removeprefix(LONG_NUMBER)}: {key}: "

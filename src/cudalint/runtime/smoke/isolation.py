@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import cudalint
+from cudalint.runtime.smoke.signals import carries
 
 if TYPE_CHECKING:
     from cudalint.runtime.smoke.signals import Held
@@ -193,12 +194,7 @@ def _kill_marked(entry: bytes, passes: int = 10) -> None:
         for pid in pids:
             if pid == os.getpid():
                 continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as file:
-                    environ = file.read()
-            except OSError:  # gone, or not ours
-                continue
-            if entry in environ.split(b"\0"):
+            if carries(pid, entry):
                 found = True
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)

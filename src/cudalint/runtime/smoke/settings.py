@@ -118,7 +118,7 @@ def _smoke_table(path: Path) -> Mapping[str, Any]:
     """The [tool.cudalint.smoke] table of the pyproject.toml at `path` ({} where there is none),
     read as every configuration is (cudalint.config.read_document: a regular file, within the
     size limit)."""
-    from cudalint.config import ConfigError, read_document
+    from cudalint.config import ConfigError, read_document, require_no_long_number
 
     if not path.is_file():
         return {}
@@ -131,6 +131,10 @@ def _smoke_table(path: Path) -> Mapping[str, Any]:
     table = cudalint.get("smoke", {}) if isinstance(cudalint, Mapping) else {}
     if not isinstance(table, Mapping):
         raise HarnessError(f"{path}: {_TABLE} must be a table")
+    try:
+        require_no_long_number(table, path)
+    except ConfigError as exc:
+        raise HarnessError(str(exc)) from None
     return table
 
 

@@ -130,10 +130,14 @@ def of_the_run(pid: int, child: int, mark: bytes | None) -> bool:
     with contextlib.suppress(OSError):
         if os.getsid(pid) == child:
             return True
-    if mark is None:
-        return False
+    return mark is not None and carries(pid, mark)
+
+
+def carries(pid: int, entry: bytes) -> bool:
+    """Whether the environment of process `pid` holds `entry` (`NAME=value`), as the kernel
+    shows it (/proc, Linux); False for a process gone, not ours, or with no /proc."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as file:
-            return mark in file.read().split(b"\0")
+            return entry in file.read().split(b"\0")
     except OSError:
         return False
