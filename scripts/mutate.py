@@ -393,7 +393,7 @@ MUTATIONS: tuple[Mutation, ...] = (
        "an `ignore` added on the command line or in the configuration replays the ignored "
        "code's findings from the cache"),
     _m("local-imports-emptied-kept", "engine/fixes/local_imports.py",
-       "                drop.add(id(statement))", "                pass",
+       "                drop[id(statement)] = gone", "                pass",
        "tests/engine/test_local_imports.py::test_the_fix_adds_no_unused_import",
        "a function's import that its fixes emptied stays (F401; the ruff test skipped "
        "without ruff on PATH)"),
@@ -594,7 +594,8 @@ MUTATIONS: tuple[Mutation, ...] = (
        '`[ -z "$n_gpu" ] && n_gpu=$(nvidia-smi -L | wc -l)` counts as a guard'),
     # -- issue 46: the fix simulation reads only the units near a fix; the opening's handover --
     _m("nearby-blanks-the-units-it-needs", "engine/lint/nearby.py",
-       "        if not holds(unit):\n", "        if holds(unit):\n",
+       "        if not holds(unit):\n            hidden.append(unit)\n",
+       "        if holds(unit):\n            hidden.append(unit)\n",
        "tests/engine/test_nearby.py",
        "the simulation blanks the units holding the nearby findings and reads the others"),
     _m("nearby-helper-blanked", "engine/lint/nearby.py",
