@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.lsp.test_opening import SOURCE, frame, opening_messages, read_frames
+from tests.lsp.test_opening import SOURCE, feed, frame, opening_messages, read_frames
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="fork is POSIX's")
 
@@ -43,21 +40,7 @@ def run_handover(root: Path, how: str, env: dict[str, str] | None = None,
                  ) -> tuple[list[Any], dict[str, Any], bytes]:
     uri = (root / "train.py").as_uri()
     sent = b"".join(frame(m) for m in opening_messages(root, uri, SOURCE))
-    process = subprocess.Popen([sys.executable, "-c", _HANDOVER, how], cwd=root,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
-    assert process.stdin and process.stdout and process.stderr
-    hung = threading.Timer(60, process.kill)
-    hung.start()
-    try:
-        process.stdin.write(sent)  # left open, as an editor leaves it
-        process.stdin.flush()
-        written, logged = process.stdout.read(), process.stderr.read()
-        assert process.wait(timeout=60) == 0
-    finally:
-        hung.cancel()
-        process.kill()
-        process.stdin.close()
+    written, logged = feed([_HANDOVER, how], sent, root, env)
     return read_frames(written), json.loads(logged.splitlines()[-1]), sent
 
 

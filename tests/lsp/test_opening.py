@@ -107,20 +107,19 @@ os.write(2, json.dumps({"read": begun.read.decode("latin-1"), "loaded": loaded,
 """
 
 
-def run_opening(root: Path, messages: list[dict[str, Any]], before: bytes = b"",
-                ) -> tuple[list[Any], dict[str, Any]]:
-    """What the opening wrote, whether it checked a document and loaded any of lsprotocol,
-    given `messages` after the bytes `before` (what it read for pygls is what was sent, up to
-    some point)."""
-    sent = before + b"".join(frame(m) for m in messages)
-    process = subprocess.Popen([sys.executable, "-c", _OPENING_ALONE], cwd=root,
+def feed(program: list[str], sent: bytes, cwd: Path, env: dict[str, str] | None = None,
+         ) -> tuple[bytes, bytes]:
+    """What `python -c *program` wrote to stdout and stderr, given `sent` on its stdin, which
+    is left open as an editor leaves it; it must exit 0 within a minute (one waiting for more
+    is killed, and fails)."""
+    process = subprocess.Popen([sys.executable, "-c", *program], cwd=cwd,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
+                               stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
     assert process.stdin and process.stdout and process.stderr
-    hung = threading.Timer(60, process.kill)  # an opening waiting for more: killed, failed
+    hung = threading.Timer(60, process.kill)
     hung.start()
     try:
-        process.stdin.write(sent)  # and left open, as an editor leaves it
+        process.stdin.write(sent)
         process.stdin.flush()
         written, logged = process.stdout.read(), process.stderr.read()
         assert process.wait(timeout=60) == 0
@@ -128,6 +127,16 @@ def run_opening(root: Path, messages: list[dict[str, Any]], before: bytes = b"",
         hung.cancel()
         process.kill()
         process.stdin.close()
+    return written, logged
+
+
+def run_opening(root: Path, messages: list[dict[str, Any]], before: bytes = b"",
+                ) -> tuple[list[Any], dict[str, Any]]:
+    """What the opening wrote, whether it checked a document and loaded any of lsprotocol,
+    given `messages` after the bytes `before` (what it read for pygls is what was sent, up to
+    some point)."""
+    sent = before + b"".join(frame(m) for m in messages)
+    written, logged = feed([_OPENING_ALONE], sent, root)
     state = json.loads(logged)
     read = state.pop("read").encode("latin-1")
     assert sent.startswith(read)
