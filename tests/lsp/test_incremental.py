@@ -329,3 +329,45 @@ def test_a_caller_edited_elsewhere_changes_the_finding_of_the_function_it_calls(
         found = checker.incremental(version)
         assert found == checker.full(version)
         assert [f.location.row for f in found if f.code == "CUD601"] == rows
+
+
+AMP = '''\
+import torch
+
+
+def setup():
+    from torch.cuda.amp import autocast
+    return 1
+
+
+def step(model, x):
+    scaler = torch.cuda.amp.GradScaler()
+    return model(x), scaler
+'''
+
+
+def test_an_amp_import_used_in_another_unit_follows_that_unit(tmp_path: Path) -> None:
+    """CUD106 reports `from torch.cuda.amp import X` where no unit uses X: a use added to
+    (then taken from) another unit changes the import's finding, as a full check finds it
+    (the unit holding the import is read at every check)."""
+    checker = Checker(tmp_path)
+    used = AMP.replace("    return model(x), scaler", "    with autocast():\n"
+                                                      "        return model(x), scaler")
+    messages = []
+    for version in (AMP, used, AMP):
+        found = checker.incremental(version)
+        assert found == checker.full(version)
+        messages.append(["used nowhere" in f.message for f in found if f.location.row == 5])
+    assert messages == [[True], [], [True]]
+
+
+def test_a_unit_calling_the_amp_api_is_reused_after_an_edit_elsewhere(tmp_path: Path) -> None:
+    """A unit that only calls `torch.cuda.amp.GradScaler()` (no import from `cuda.amp`) keeps
+    its findings when another unit is edited: it is not read again."""
+    checker = Checker(tmp_path)
+    assert [f.code for f in checker.incremental(AMP)] == ["CUD106", "CUD106"]
+    before = checker.cache.reused
+    edited = AMP.replace("    return 1", "    # a comment\n    return 2")
+    found = checker.incremental(edited)
+    assert found == checker.full(edited)
+    assert checker.cache.reused - before == 1  # `step`, whose text did not change

@@ -98,13 +98,15 @@ class Linter:
     # --- on the event loop --------------------------------------------------------------
     def changed(self, uri: str, delay: float = 0.0) -> None:
         """Publish the diagnostics of the document's current version, checked after `delay`
-        (the debounce) unless that version's are known. The debounce has a leading edge: a
-        change to a document still for `delay` is checked at once, the next changes of a burst
-        wait until the document has been still that long (a burst costs two checks at most:
-        a check under way is never interrupted, and a waiting one is replaced)."""
+        (the debounce) unless that version's are known. The debounce holds a change back
+        only while the document is busy: a change to a document still for `delay`, or whose
+        last check is over (none waits or runs), is checked at once; a change that comes while
+        a check of the document waits or runs waits until the document has been still that
+        long (a check under way is never interrupted, and a waiting one is replaced: a burst
+        faster than the checks costs two of them)."""
         document = self.server.workspace.get_text_document(uri)
         now = self._arrived.pop((uri, document.version), None) or time.monotonic()
-        if now - self._edited.get(uri, -delay) >= delay:
+        if now - self._edited.get(uri, -delay) >= delay or (CHECK, uri) not in self._asked:
             delay = 0.0
         self._edited[uri] = now
         for results in (self._diagnostics, self._actionable, self._fixed):
