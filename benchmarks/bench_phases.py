@@ -16,7 +16,8 @@ Each phase is counted alone: a phase called inside another (the simulation lints
 again) is taken off the outer one's time. "other lint work" is the rest of a Python file's
 lint (the outline, depth checks, the results); "rest of the workers" their time outside any
 lint (reading files, the other kinds of files, the pool, the findings sent back); "parent
-process" the main process (discovery, printing). A phase renamed in the engine stops this script with a one-line error.
+process" the main process (discovery, printing). A phase renamed in the engine stops this
+script with a one-line error.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
