@@ -94,9 +94,7 @@ def project_python_files(root: Path, config: Config) -> list[str]:
     file."""
     root = root.resolve()
     found = []
-    for path, linked in _walk_files(root, root, config, _exclude_spec(config), []):
-        if not path.endswith(".py"):
-            continue
+    for path, linked in _walk_files(root, root, config, _exclude_spec(config), [], ".py"):
         target = _followed(Path(path), root) if linked else path
         if target is not None:
             found.append(str(target))
@@ -388,9 +386,12 @@ def _walk(
 
 
 def _walk_files(
-    top: Path, root: Path, config: Config, exclude: Spec, errors: list[tuple[Path, str]]
+    top: Path, root: Path, config: Config, exclude: Spec, errors: list[tuple[Path, str]],
+    suffix: str | None = None,
 ) -> Iterator[tuple[str, bool]]:
-    """`_walk`'s files, each as its path and whether it is a symbolic link (not followed)."""
+    """`_walk`'s files, each as its path and whether it is a symbolic link (not followed);
+    with `suffix`, only those whose name ends so (the others are not matched against the
+    excludes at all: most of a package's files, in a scan for its Python files)."""
     above = _gitignores_above(top, root) if config.respect_gitignore else []
     pending, root_text = [(str(top), above)], str(root)
     while pending:
@@ -404,6 +405,8 @@ def _walk_files(
         for name in sorted(entries):
             entry = entries[name]
             is_dir = _is_dir(entry)
+            if suffix is not None and not is_dir and not name.endswith(suffix):
+                continue
             if _skipped(entry.path, is_dir, root_text, exclude, ignores):
                 continue
             if is_dir:
