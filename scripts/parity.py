@@ -31,6 +31,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.lsp.client import Client  # noqa: E402  (one LSP framing, the tests')
+
 Key = tuple[Any, ...]  # code, row, column, severity, guarded, fix
 Findings = dict[str, set[Key]]  # a file's path from the tree's root -> its findings
 _SEVERITIES = {1: "error", 2: "warning", 3: "info"}
@@ -225,31 +230,20 @@ _LSP_TIMEOUT = 120.0
 
 def _lsp_diagnostics(root: Path, files: Sequence[str]) -> dict[str, set[Key]]:
     """The first diagnostics the server publishes for each file opened (positions in code
-    points: the client asks for UTF-32)."""
-    process = subprocess.Popen([sys.executable, "-m", "cudalint", "lsp"], cwd=root,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
+    points: the client asks for UTF-32), through the tests' LSP client."""
+    client = Client(root, subprocess.DEVNULL)  # type: ignore[arg-type]  # a file descriptor
     try:
-        client = _Client(process)
-        client.request("initialize", {
-            "processId": os.getpid(), "rootUri": root.as_uri(),
-            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
-            "capabilities": {"general": {"positionEncodings": ["utf-32"]}}})
-        client.notify("initialized", {})
+        client.initialize(root, {"general": {"positionEncodings": ["utf-32"]}}, os.getpid())
         uris = {(root / f).as_uri(): f for f in files}
         for uri, file in uris.items():
             client.notify("textDocument/didOpen", {"textDocument": {
                 "uri": uri, "languageId": "python" if file.endswith(".py") else "plaintext",
                 "version": 1, "text": (root / file).read_text(encoding="utf-8",
                                                                errors="replace")}})
-        published = client.first_diagnostics(set(uris))
-        client.request("shutdown")
-        client.notify("exit")
+        published = {uri: client.diagnostics(uri, timeout=_LSP_TIMEOUT) for uri in uris}
+        client.shutdown()
     finally:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=10)
-        if process.poll() is None:
-            process.kill()
+        client.kill()
     return {uris[uri]: {_diagnostic_key(d) for d in diagnostics}
             for uri, diagnostics in published.items()}
 
@@ -264,68 +258,6 @@ def _diagnostic_key(diagnostic: dict[str, Any]) -> Key:
         fixed = (fix["applicability"], message)
     return (diagnostic.get("code"), start["line"] + 1, start["character"] + 1,
             _SEVERITIES[diagnostic["severity"]], bool(data.get("guarded")), fixed)
-
-
-class _Client:
-    """Content-Length framing over the server's pipes (tests/lsp/client.py, reduced)."""
-
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        self.process = process
-        self.next_id = 0
-        self.pending: list[dict[str, Any]] = []
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.process.stdin.flush()
-
-    def notify(self, method: str, params: Any = None) -> None:
-        self.send({"method": method, "params": params})
-
-    def request(self, method: str, params: Any = None) -> Any:
-        self.next_id += 1
-        ident = self.next_id
-        self.send({"id": ident, "method": method, "params": params})
-        deadline = time.monotonic() + _LSP_TIMEOUT
-        while time.monotonic() < deadline:
-            message = self.receive()
-            if message.get("id") == ident and "method" not in message:
-                return message.get("result")
-            self._answer(message)
-        raise TimeoutError(f"no answer to {method}")
-
-    def first_diagnostics(self, uris: set[str]) -> dict[str, list[dict[str, Any]]]:
-        found: dict[str, list[dict[str, Any]]] = {}
-        deadline = time.monotonic() + _LSP_TIMEOUT
-        while set(found) != uris and time.monotonic() < deadline:
-            message = self.receive()
-            params = message.get("params") or {}
-            if (message.get("method") == "textDocument/publishDiagnostics"
-                    and params.get("uri") in uris and params["uri"] not in found):
-                found[params["uri"]] = params["diagnostics"]
-            else:
-                self._answer(message)
-        if set(found) != uris:
-            raise TimeoutError(f"no diagnostics for {sorted(uris - set(found))}")
-        return found
-
-    def _answer(self, message: dict[str, Any]) -> None:
-        if "id" in message and "method" in message:  # a request from the server
-            self.send({"id": message["id"], "result": None})
-
-    def receive(self) -> dict[str, Any]:
-        stream = self.process.stdout
-        assert stream is not None
-        length = None
-        while (line := stream.readline()) not in (b"\r\n", b"\n", b""):
-            name, _, value = line.decode("ascii").partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value)
-        if length is None:
-            raise RuntimeError("the language server closed its output")
-        message: dict[str, Any] = json.loads(stream.read(length))
-        return message
 
 
 def main(argv: Sequence[str] | None = None) -> int:
