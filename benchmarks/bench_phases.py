@@ -61,6 +61,7 @@ class Timers:
         self.seconds: dict[str, float] = {}
         self.stack: list[list[float]] = []  # per running phase: [start, time in inner ones]
         self.files = 0
+        self.wrapped: list[tuple[Any, str, Any]] = []  # (owner, name, what was there)
 
     def wrap(self, owner: Any, name: str, label: str) -> None:
         function = getattr(owner, name)
@@ -79,7 +80,14 @@ class Timers:
                     self.files += 1
                     self.save()
 
+        self.wrapped.append((owner, name, function))
         setattr(owner, name, timed)
+
+    def uninstall(self) -> None:
+        """Put back what `wrap` replaced (its folder is gone after the run)."""
+        for owner, name, function in reversed(self.wrapped):
+            setattr(owner, name, function)
+        self.wrapped.clear()
 
     def save(self) -> None:
         """This process's totals so far (a forked worker ends without running atexit)."""
@@ -132,6 +140,7 @@ def measure(target: Path, jobs: int) -> dict[str, Any]:
                       "--output-format", "concise", str(target)])
             finally:
                 sys.stdout = stdout
+                timers.uninstall()
         end = resource.getrusage(resource.RUSAGE_SELF)
         parent = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)
         workers = [json.loads(path.read_text()) for path in Path(folder).glob("*.json")

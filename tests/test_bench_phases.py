@@ -25,3 +25,24 @@ def test_it_times_every_phase_of_a_cold_check(tmp_path: Path) -> None:
         assert phase in rows, done.stdout
     assert float(rows["LibCST's parse"][0]) > 0  # the demo's CUDA code is read by LibCST
     assert f"({linted} Python files linted" in done.stdout.splitlines()[0]
+
+
+def test_the_floor_counts_what_libcst_reads_and_what_holds_a_finding(tmp_path: Path) -> None:
+    """bench_floor.py: the lines LibCST reads of the demo, the part of them in a function,
+    method or top-level statement holding a finding, and the floor's parts adding up."""
+    project = tmp_path / "projet à tester"
+    shutil.copytree(ROOT / "fixtures" / "demo", project)
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_floor.py"),
+                           "--target", str(project)], capture_output=True, text=True,
+                          check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    linted = len(list(project.rglob("*.py")))
+    assert f"({linted} Python files;" in lines[0]
+    read, needed = (int(word) for word in lines[2].split() if word.isdigit())
+    assert 0 < needed < read  # the demo's helpers hold no finding, its training loop does
+    parts = {line[:48].strip(): float(line[48:].split()[0]) for line in lines[4:9]}
+    assert set(parts) == {"term search", "CPython's parser alone",
+                          "LibCST phases, what a perfect pre-screen keeps",
+                          "the rest, as measured", "all"}
+    assert abs(sum(parts.values()) - 2 * parts["all"]) < 0.03

@@ -1,0 +1,225 @@
+"""How far down this design's cold check can go: the least CPU a check built as cudalint's is
+(an `ast` first pass choosing what LibCST reads, then the rules' walk over LibCST's tree) could
+spend on a tree, beside ruff's CPU seconds on it in the same run (issue 46's limit: 2.5x).
+
+    python benchmarks/bench_floor.py [--target DIR] [--jobs N]
+
+It takes, in one run:
+- the phases of a cold check (bench_phases.py's timers), and ruff's CPU seconds;
+- a second check, untimed, that notes what LibCST reads of each file (its lines of code, not
+  the folded units nor the blank and comment lines) and how much of that lies in a function,
+  method or top-level statement holding a finding: what a perfect pre-screen, which knew the
+  findings before reading anything, would still have LibCST read;
+- CPython's parser alone (`_symtable`, which makes no Python object of a node) over every file
+  checked: the least a first pass can spend that tells a syntax error from valid code, as
+  cudalint does in every file.
+
+The floor is then: the term search, CPython's parser alone, the LibCST phases (parse, walk,
+positions) scaled to what a perfect pre-screen reads, and the rest of the work as measured. A
+floor above the limit says that no pre-screen, however sharp, reaches it in this design.
+"""
+
+from __future__ import annotations
+
+import _symtable
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_phases import _rows, measure, ruff_cpu
+from benchmarks.bench_speed import _default_target
+
+# The phases whose work grows with what LibCST reads.
+LIBCST_PHASES = ("LibCST's parse", "the rules' walk", "positions, noqa, messages")
+FIRST_PASS = ("term search (all files)", "Python's parse (ast, lazy)",
+              "what LibCST need not read")
+
+
+def code_lines(lines: list[bytes], rows: range) -> set[int]:
+    """The rows (1-based) of `rows` that hold code: not blank, not a comment alone."""
+    return {row for row in rows
+            if (text := lines[row - 1].strip()) and not text.startswith(b"#")}
+
+
+def holders(tree: Any, data: bytes) -> list[range]:
+    """Where a finding's holder may be, innermost first: the functions, methods and classes
+    without methods (cudalint.engine.first_pass.sparse.leaves), then the top-level
+    statements."""
+    from cudalint.engine.first_pass.sparse import first_line, leaves, units_of
+
+    units = [range(unit.first, unit.last + 1) for unit in leaves(units_of(data, tree))]
+    statements = [range(first_line(node), node.end_lineno + 1) for node in tree.body]
+    return units + statements
+
+
+class Reads:
+    """Each main lint's lines LibCST read and the part of them a perfect pre-screen keeps,
+    summed in this process and written to `folder` after each file (a forked worker ends
+    without running atexit)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.record: dict[str, Any] = {"read": 0, "needed": 0, "paths": []}
+        self.parts: tuple[bytes, Any, Any] | None = None
+        self.depth = 0
+        self.simulating = False
+
+    def install(self) -> None:
+        import cudalint.engine.checkers.python as checker
+        import cudalint.engine.lint.python as lint
+
+        hidden, linted, fixed = lint._hidden, lint.lint_python, checker._fixed
+
+        def recorded(source: bytes, tree: Any, *args: Any) -> Any:
+            parts = hidden(source, tree, *args)
+            if self.depth == 1 and not self.simulating:
+                self.parts = (source, tree, parts)
+            return parts
+
+        def lint_python(data: bytes, path: Path, *args: Any, **kwargs: Any) -> Any:
+            self.depth += 1
+            if self.depth == 1:
+                self.parts = None
+            try:
+                result = linted(data, path, *args, **kwargs)
+            finally:
+                self.depth -= 1
+            if self.depth == 0 and not self.simulating:
+                self.note(data, path, result)
+            return result
+
+        def simulation(*args: Any, **kwargs: Any) -> Any:
+            self.simulating = True
+            try:
+                return fixed(*args, **kwargs)
+            finally:
+                self.simulating = False
+
+        lint._hidden, lint.lint_python, checker._fixed = recorded, lint_python, simulation
+
+    def note(self, data: bytes, path: Path, result: Any) -> None:
+        import ast
+
+        from cudalint.engine.reading.depth import BOM
+
+        self.record["paths"].append(str(path))
+        source = data.removeprefix(BOM)
+        lines = source.splitlines()
+        if self.parts is not None:
+            source, tree, parts = self.parts
+            if parts is None:  # nothing named: LibCST read nothing
+                return self.save()
+            hidden, runs = parts
+        elif result.module is not None:  # read whole
+            tree, hidden, runs = ast.parse(source), [], []
+        else:
+            return self.save()
+        read = code_lines(lines, range(1, len(lines) + 1))
+        for unit in hidden:
+            read -= set(range(unit.first, unit.last + 1))
+        for run in runs:
+            read -= set(range(run.first + 1, run.last))
+        needed: set[int] = set()
+        spans = holders(tree, source)
+        for finding in result.findings:
+            row = finding.location.row
+            span = next((span for span in spans if row in span), None)
+            if span is not None:
+                needed |= read & set(span)
+        self.record["read"] += len(read)
+        self.record["needed"] += len(needed)
+        return self.save()
+
+    def save(self) -> None:
+        (self.folder / f"{os.getpid()}.json").write_text(json.dumps(self.record))
+
+
+def reads(target: Path, jobs: int) -> dict[str, Any]:
+    """What LibCST reads in a cold check of `target`, and what a perfect pre-screen would
+    leave it, summed over the workers; and the files checked."""
+    from cudalint.cli import main
+
+    with tempfile.TemporaryDirectory(prefix="bench_floor_") as folder:
+        Reads(Path(folder)).install()
+        with open(os.devnull, "w") as quiet:
+            stdout, sys.stdout = sys.stdout, quiet
+            try:
+                main(["check", "--no-cache", "--exit-zero", "-j", str(jobs),
+                      "--output-format", "concise", str(target)])
+            finally:
+                sys.stdout = stdout
+        records = [json.loads(path.read_text()) for path in Path(folder).glob("*.json")]
+    return {"read": sum(r["read"] for r in records), "needed": sum(r["needed"] for r in records),
+            "paths": [p for r in records for p in r["paths"]]}
+
+
+def parser_alone(paths: list[str]) -> float:
+    """CPU seconds of CPython's parser alone over `paths` (a file it refuses counts too)."""
+    texts = [Path(path).read_bytes() for path in paths]
+    start = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for text in texts:
+            with contextlib.suppress(SyntaxError, ValueError, RecursionError, MemoryError):
+                _symtable.symtable(text, "<floor>", "exec")
+    return time.process_time() - start
+
+
+def floor(rows: dict[str, float], total: float, kept: float, parser: float) -> dict[str, float]:
+    """The floor's parts: `rows`, the measured phases; `total`, the check's CPU seconds;
+    `kept`, the share of LibCST's lines a perfect pre-screen keeps; `parser`, CPython's parser
+    alone."""
+    libcst = sum(rows[label] for label in LIBCST_PHASES)
+    first = sum(rows[label] for label in FIRST_PASS)
+    rest = total - libcst - first
+    return {"term search": rows[FIRST_PASS[0]], "CPython's parser alone": parser,
+            "LibCST phases, what a perfect pre-screen keeps": libcst * kept,
+            "the rest, as measured": rest}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", type=Path, default=None, help="default: the torch package")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    args = parser.parse_args()
+    target = args.target or _default_target()
+    if target is None or not target.is_dir():
+        print("bench_floor: no target (install torch, or give --target DIR)", file=sys.stderr)
+        return 2
+    reference = ruff_cpu(target)
+    found = measure(target, args.jobs)
+    total = found["workers"] + found["parent"]
+    rows = _rows(found["phases"])
+    seen = reads(target, args.jobs)
+    kept = seen["needed"] / seen["read"] if seen["read"] else 0.0
+    parts = floor(rows, total, kept, parser_alone(seen["paths"]))
+    lowest = sum(parts.values())
+
+    def ratio(seconds: float) -> str:
+        return f"{seconds / reference:.2f}x" if reference else "-"
+
+    print(f"cold check of {target} ({len(seen['paths'])} Python files; "
+          f"load average {os.getloadavg()[0]:.1f})")
+    print(f"now: {total:.2f} CPU s, {ratio(total)} ruff")
+    print(f"LibCST reads {seen['read']} lines of code; {seen['needed']} ({kept:.1%}) are in a "
+          "function, method or top-level statement holding a finding")
+    print(f"{'the floor of this design':48} {'CPU s':>7} {'/ ruff':>8}")
+    for name, seconds in parts.items():
+        print(f"{name:48} {seconds:7.2f} {ratio(seconds):>8}")
+    print(f"{'all':48} {lowest:7.2f} {ratio(lowest):>8}")
+    if reference:
+        print(f"ruff check --select ALL --no-cache: {reference:.2f} CPU s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
