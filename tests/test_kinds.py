@@ -97,3 +97,28 @@ def test_a_conda_file_named_otherwise_is_listed_and_checked(chdir_tmp: Path, cap
     assert main(["check", "--no-cache", "--output-format", "concise", "vidseg_env.yml"]) == 1
     out = capsys.readouterr().out
     assert "vidseg_env.yml:5:5: CUD401" in out and "vidseg_env.yml:8:5: CUD401" in out
+
+
+def test_the_conda_environments_of_a_folder_are_those_a_check_reads(tmp_path: Path) -> None:
+    """By name, else by content (as discovery classifies them): the torch floor and the
+    report read the same files CUD401 does."""
+    from cudalint.kinds import conda_environments
+
+    files = {
+        "environment.yml": "dependencies:\n  - numpy\n",  # by name, whatever its keys
+        "conda_cpu.yaml": "name: x\n",
+        "my_env.yml": "name: p\nchannels:\n  - conda-forge\ndependencies:\n  - pytorch\n",
+        "docker-compose.yml": "name: p\nchannels: []\ndependencies: []\n",  # compose, by name
+        "chart.yaml": "apiVersion: v2\ndependencies:\n  - name: redis\n",  # a Helm chart
+        "notes.txt": "name: p\nchannels: []\ndependencies: []\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "environment.yml").write_text("dependencies: []\n")  # not at the root
+    (tmp_path / "folder.yml").mkdir()  # not a file
+    found = [path.name for path in conda_environments(tmp_path)]
+    assert found == ["conda_cpu.yaml", "environment.yml", "my_env.yml"]
+    kinds = {path.name: classify(path) or by_content(path) for path in tmp_path.iterdir()
+             if path.is_file()}
+    assert sorted(name for name, kind in kinds.items() if kind is FileKind.CONDA) == found

@@ -118,6 +118,19 @@ def by_content(path: Path) -> FileKind | None:
     return FileKind.CONDA if is_conda_environment(head) else None
 
 
+def conda_environments(folder: Path) -> list[Path]:
+    """The conda environment files directly in `folder`, sorted, as a check sees them: by name
+    (`environment*.yml`, `conda*.yaml`), else by content (`env.yml`, `<project>_env.yaml`).
+    What CUD401 reads at a project's root is what its torch floor and its report read."""
+    found = []
+    for pattern in ("*.yml", "*.yaml"):
+        for path in folder.glob(pattern):
+            kind = classify(path)
+            if kind is FileKind.CONDA or (kind is None and by_content(path) is FileKind.CONDA):
+                found.append(path)
+    return sorted(found)
+
+
 def is_conda_environment(head: bytes) -> bool:
     """Text whose top-level keys are all a conda environment's, `dependencies` and `channels`
     or `name` among them (not a Helm chart's `dependencies:`, a pubspec, a CI file)."""

@@ -88,6 +88,11 @@ def test_a_long_chain_is_fixed_in_one_run(chdir_tmp, capsys):
         ({"environment.yml": "dependencies:\n  - python=3.9\n  - pytorch=1.7\n"}, (1, 7)),
         ({"environment.yml": "dependencies:\n  - pip:\n    - torch>=1.8\n"}, (1, 8)),
         ({"environment.yml": "dependencies:\n  - pytorch::pytorch=2.1=*cuda*\n"}, (2, 1)),
+        # A conda environment by its content, whatever its name, as CUD401 reads it; by name
+        # (`conda*.yml`) whatever its keys; not a YAML file that only has a `dependencies:`.
+        ({"env.yml": "name: p\nchannels: [pytorch]\ndependencies:\n  - pytorch=1.9\n"}, (1, 9)),
+        ({"conda-gpu.yaml": "dependencies:\n  - pytorch>=1.10\n"}, (1, 10)),
+        ({"chart.yaml": "dependencies:\n  - pytorch=1.5\nversion: 1\n"}, (2, 6)),
         # The lowest of all the declarations wins.
         ({"requirements.txt": "torch>=2.2\n", "environment.yml": "dependencies: [pytorch=2.0]\n"},
          (2, 0)),

@@ -112,6 +112,10 @@ def test_the_root_files_are_read_again_only_when_one_changes(tmp_path, settled, 
     (root / "requirements.txt").write_text("torch>=1.13\n")
     assert target() == (1, 13) and len(read) == 3
     assert target() == (1, 13) and len(read) == 3
+    # A conda environment named as no pattern knows (kinds.conda_environments) counts too.
+    (root / "gpu_env.yml").write_text("name: p\nchannels: [pytorch]\n"
+                                      "dependencies:\n  - pytorch=1.11\n")
+    assert target() == (1, 11) and len(read) == 4
 
 
 def test_a_cache_signed_with_another_key_is_not_read(tmp_path, settled):

@@ -82,3 +82,14 @@ def test_done_names_what_was_checked() -> None:
     status, evidence = _statuses(decision)["Dependencies install on macOS"]
     assert (status, evidence) == ("done", "checked pyproject.toml: no CUDA pin or CUDA-only "
                                           "package")
+
+
+def test_the_dependency_files_include_a_conda_environment_named_otherwise(tmp_path: Path) -> None:
+    """`cudalint report` lists the environment a check reads CUD401 from, by its content."""
+    from cudalint.report.project import dependency_files
+
+    (tmp_path / "requirements.txt").write_text("numpy\n")
+    (tmp_path / "gpu_env.yaml").write_text("name: p\nchannels: [nvidia]\n"
+                                           "dependencies:\n  - pytorch-cuda=12.1\n")
+    (tmp_path / "config.yaml").write_text("lr: 0.1\nepochs: 3\n")
+    assert dependency_files(tmp_path) == ("gpu_env.yaml", "requirements.txt")

@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from cudalint import __version__
+from cudalint.kinds import conda_environments
 from cudalint.report.paths import read_source
 from cudalint.runtime.smoke import identity
 
 # Files that declare what a project installs; a pyproject.toml, setup.py or setup.cfg counts
 # only when it declares dependencies.
+# (The conda environment files are those a check finds: kinds.conda_environments.)
 _DEPENDENCY_GLOBS = ("requirements*.txt", "requirements/*.txt", "requirements/*.in",
-                     "requirements*.in", "environment*.yml", "environment*.yaml", "conda*.yml",
-                     "conda*.yaml", "Pipfile", "poetry.lock", "uv.lock", "Dockerfile*",
+                     "requirements*.in", "Pipfile", "poetry.lock", "uv.lock", "Dockerfile*",
                      "docker/Dockerfile*")
 _DECLARES = {
     "pyproject.toml": re.compile(r"(?m)^\s*(?:dependencies\s*=|\[tool\.poetry\.dependencies\]"
@@ -86,6 +87,7 @@ def describe(root: Path) -> Project:
 def dependency_files(root: Path) -> tuple[str, ...]:
     found = {path for pattern in _DEPENDENCY_GLOBS for path in root.glob(pattern)
              if path.is_file()}
+    found.update(conda_environments(root))
     for name, declares in _DECLARES.items():
         path = root / name
         if path.is_file() and declares.search(read_source(path)):

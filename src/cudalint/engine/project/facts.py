@@ -105,9 +105,10 @@ def root_facts(root: Path) -> RootFacts:
                      documented_floor_source(root), declares(root, setup, "cudalint"))
 
 
-# The files at a project's root that `root_facts` reads, by pattern (torch_floor's files).
+# The files at a project's root that `root_facts` reads, by pattern (torch_floor's files;
+# every YAML file, which may be a conda environment by its content: kinds.conda_environments).
 _ROOT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "requirements*.txt",
-               "requirements/*.txt", "environment*.yml", "environment*.yaml", "README*")
+               "requirements/*.txt", "*.yml", "*.yaml", "README*")
 
 
 def root_fact_files(root: Path) -> list[Path]:

@@ -1,6 +1,7 @@
 """The oldest torch a project says it supports, read from its own files, never from the
 environment: requirements*.txt, pyproject.toml (PEP 621 dependencies and extras, poetry),
-setup.py / setup.cfg (install_requires, extras_require) and environment*.yml (conda and its
+setup.py / setup.cfg (install_requires, extras_require) and conda environment files
+(`environment*.yml`, or any YAML file that holds an environment: `env.yml`; conda's list and its
 `pip:` list). Each torch requirement's lower bound (`>=1.8`, `==2.3.1`, `~=2.1`,
 `pytorch=1.7`) is read; the project's floor is the lowest of them, stated in the first file
 (in that order) that states it."""
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from cudalint.data import load_toml
 from cudalint.engine.reading.reader import read_text
+from cudalint.kinds import conda_environments
 
 TYPE_CHECKING = False  # typing's, without importing typing: a replayed run never does
 if TYPE_CHECKING:
@@ -214,7 +216,7 @@ def _setup_cfg(path: Path) -> Iterator[str]:
 
 def _from_environments(root: Path) -> Iterator[tuple[Floor, str]]:
     """Each torch lower bound of the conda environment files, with the file's name."""
-    for path in sorted([*root.glob("environment*.yml"), *root.glob("environment*.yaml")]):
+    for path in conda_environments(root):
         text = read_text(path)
         if text is None:
             continue
