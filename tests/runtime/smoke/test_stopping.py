@@ -105,6 +105,48 @@ def test_a_flood_of_output_is_kept_as_head_and_tail(tmp_path: Path) -> None:
     assert output.startswith("y" * 1023 + "\n") and output.endswith("the end\n")
 
 
+# A child printing 40 MiB in 1 MiB blocks; after each, it waits (10 s at most) for the file its
+# output goes to to be cut back below the limit the test sets (2 MiB), and notes the largest
+# size that file reached.
+_FLOODS_AND_WATCHES = """
+import os, time
+block = (b"z" * 1023 + b"\\n") * 1024
+largest = 0
+os.write(1, b"the start\\n")
+for _ in range(40):
+    os.write(1, block)
+    largest = max(largest, os.fstat(1).st_size)
+    for _ in range(2000):
+        if os.fstat(1).st_size <= 2 * 1024 * 1024:
+            break
+        time.sleep(0.005)
+    else:
+        os.write(1, b"never cut\\n")
+        break
+os.write(1, b"largest %d\\n" % largest)
+"""
+
+
+def test_a_flood_costs_bounded_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target printing in a loop until it is stopped cannot fill the disk: the file its
+    output goes to is cut back to its head past SINK_LIMIT while it runs, what was cut out is
+    counted, and the head and the last output are kept."""
+    monkeypatch.setattr(isolation, "SINK_LIMIT", 2 * 1024 * 1024)
+    returncode, output = isolation.run_process([sys.executable, "-c", _FLOODS_AND_WATCHES],
+                                               LIMIT_S)
+    assert returncode == 0
+    assert "never cut" not in output
+    assert output.startswith("the start\nzzz")
+    largest = int(output.rsplit("largest ", 1)[1])
+    assert largest <= 3 * 1024 * 1024  # the limit and the block that crossed it
+    total = len("the start\n") + 40 * 1024 * 1024 + len(f"largest {largest}\n")
+    head, _, rest = output.partition("\n[... ")
+    count, _, tail = rest.partition(" bytes of output left out: the first and last 64 KiB are "
+                                    "kept ...]\n")
+    assert len(head) == isolation.KEPT_BYTES and tail.endswith(f"largest {largest}\n")
+    assert len(head) + int(count.replace(",", "")) + len(tail) == total  # all of it counted
+
+
 def test_a_smoke_run_that_floods_stays_bounded(tmp_path: Path) -> None:
     """A target printing 8 MB: smoke's own stderr carries the head and tail only."""
     smoke = _smoke(target("hostile.py:floods"), SMOKE_FLOOD_MB="8")

@@ -23,6 +23,8 @@ import cudalint
 from cudalint.runtime.smoke.signals import carries
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cudalint.runtime.smoke.signals import Held
 
 DEFAULT_TIMEOUT = 300.0
@@ -30,9 +32,13 @@ WORKER_FLAG = "--worker-json"
 # The environment variable that marks every process of one isolated run (run_process).
 RUN_MARK = "CUDALINT_SMOKE_RUN"
 _TAIL_CHARS = 2000
-# What is kept of a child's output: its first and last bytes, the rest counted (a target that
-# prints gigabytes costs that much disk, for the run, and no memory).
+# What is kept of a child's output: its first and last bytes, the rest counted.
 KEPT_BYTES = 64 * 1024
+# What the file a child prints into may hold: past it, what lies between the kept head and the
+# latest output is dropped (and counted), so that a target printing in a loop until the timeout
+# costs this much disk, not what it printed (checked at each poll of the child: it may pass it
+# by what the child prints in one poll, 50 ms at most).
+SINK_LIMIT = 64 * 1024 * 1024
 # How long a target stopped from outside (the signal passed on) has to end before it is killed.
 STOP_GRACE = 3.0
 _CAUSES = {
@@ -88,51 +94,71 @@ def run_process(command: list[str], timeout: float, *, own_group: bool = False,
     mark = None
     if own_group:
         mark = env[RUN_MARK] = uuid.uuid4().hex
-    with tempfile.TemporaryFile() as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
+    with tempfile.TemporaryFile() as file:
+        sink = _Sink(file)
+        process = subprocess.Popen(command, stdout=file, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env,
                                    start_new_session=own_group)
         entry = f"{RUN_MARK}={mark}".encode() if mark else None
         try:
-            ended = _ended(process, timeout, held if own_group else None, entry)
+            ended = _ended(process, timeout, held if own_group else None, entry, sink.trim)
         except BaseException:  # KeyboardInterrupt: the user stopped us; stop the child too
             _end(process, mark)
             raise
         _end(process, mark)
-        output = kept_output(sink)
+        output = kept_output(file, sink.dropped)
     stopped = held is not None and held.stop is not None
     return (process.returncode if ended and not stopped else None), output
 
 
-def kept_output(sink: BinaryIO) -> str:
-    """What a child printed into `sink`: all of it up to 2 * KEPT_BYTES, else its first and
-    last KEPT_BYTES with the bytes between counted."""
+class _Sink:
+    """The file a child prints into, opened for appending (the child's writes, which share its
+    open file, go to its end whatever its size): `trim` cuts it back to its head when it holds
+    more than SINK_LIMIT, and counts what it dropped."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        import fcntl
+
+        self.fd = file.fileno()
+        fcntl.fcntl(self.fd, fcntl.F_SETFL, fcntl.fcntl(self.fd, fcntl.F_GETFL) | os.O_APPEND)
+        self.dropped = 0
+
+    def trim(self) -> None:
+        size = os.fstat(self.fd).st_size
+        if size > SINK_LIMIT:
+            os.ftruncate(self.fd, KEPT_BYTES)
+            self.dropped += size - KEPT_BYTES
+
+
+def kept_output(sink: BinaryIO, dropped: int = 0) -> str:
+    """What a child printed into `sink`, of which `dropped` bytes after the first KEPT_BYTES
+    were cut out while it ran (`_Sink.trim`): all of it up to 2 * KEPT_BYTES, else its first
+    and last KEPT_BYTES with the bytes between counted."""
     size = sink.seek(0, os.SEEK_END)
     sink.seek(0)
-    if size <= 2 * KEPT_BYTES:
+    if size + dropped <= 2 * KEPT_BYTES:
         return sink.read().decode("utf-8", errors="replace")
     head = sink.read(KEPT_BYTES).decode("utf-8", errors="replace")
-    sink.seek(size - KEPT_BYTES)
-    tail = sink.read(KEPT_BYTES).decode("utf-8", errors="replace")
-    return (f"{head}\n[... {size - 2 * KEPT_BYTES:,} bytes of output left out: the first and "
+    start = max(KEPT_BYTES, size - KEPT_BYTES)  # never the head again
+    sink.seek(start)
+    tail = sink.read(size - start).decode("utf-8", errors="replace")
+    left_out = dropped + start - KEPT_BYTES
+    return (f"{head}\n[... {left_out:,} bytes of output left out: the first and "
             f"last {KEPT_BYTES // 1024} KiB are kept ...]\n{tail}")
 
 
 def _ended(process: subprocess.Popen[bytes], timeout: float, held: Held | None = None,
-           mark: bytes | None = None) -> bool:
-    """Whether `process` ended within `timeout` s. Where the platform can, it is left unreaped
-    (a zombie), so that no other process can take its process group's id before _end kills
-    the group. With `held`, a stopping signal from outside ends the wait: it is passed on to
-    the process's group, which has STOP_GRACE s to end."""
-    if held is None and not hasattr(os, "waitid"):  # pragma: no cover (macOS)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
+           mark: bytes | None = None, tick: Callable[[], None] | None = None) -> bool:
+    """Whether `process` ended within `timeout` s, polled at least every 50 ms (`tick` is
+    called at each poll). Where the platform can, it is left unreaped (a zombie), so that no
+    other process can take its process group's id before _end kills the group. With `held`,
+    a stopping signal from outside ends the wait: it is passed on to the process's group,
+    which has STOP_GRACE s to end."""
     deadline = time.monotonic() + timeout
     delay = 0.001
     while _running(process):
+        if tick is not None:
+            tick()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
