@@ -1,4 +1,5 @@
-"""Dockerfile instructions, with `\\` continuations, comments, heredocs and `ARG` defaults.
+"""Dockerfile instructions, with `\\` continuations, comments, heredocs, and the `ARG` defaults
+and `ENV` values each instruction sees.
 
 Docker reads `#` as a comment only at the start of a line, so a suppression comment goes on
 the line above the instruction: `noqa_lines` carries it onto every row of that instruction.
@@ -120,11 +121,52 @@ def _escape_character(lines: list[str]) -> str:
 def scripts(instructions: Sequence[Instruction]) -> Iterator[Command]:
     """The shell commands of `RUN`, `CMD` and `ENTRYPOINT`, shell and exec forms."""
     for instruction in instructions:
-        if instruction.keyword not in _SCRIPTS:
-            continue
-        yield from read_script([_shell_form(instruction.pieces)])
-        for body in instruction.heredocs:
-            yield from read_script((segment,) for segment in body)
+        yield from script_of(instruction)
+
+
+def script_of(instruction: Instruction) -> tuple[Command, ...]:
+    """The shell commands of one instruction: none unless it is a `RUN`, `CMD` or
+    `ENTRYPOINT` (each of which is a shell of its own)."""
+    if instruction.keyword not in _SCRIPTS:
+        return ()
+    commands = list(read_script([_shell_form(instruction.pieces)]))
+    for body in instruction.heredocs:
+        commands += read_script((segment,) for segment in body)
+    return tuple(commands)
+
+
+def variables_at(instructions: Sequence[Instruction]) -> list[dict[str, str]]:
+    """For each instruction, the variables the build has set when it comes (what `$NAME` in
+    it reads): the `ARG` defaults and `ENV` values before it in its stage. An `ARG NAME`
+    without a value in a stage takes the default of the `ARG NAME=...` before the first
+    `FROM`; a stage built `FROM` an earlier one (`FROM base AS test`) starts with the values
+    that one ended with; a value may read the ones set before it."""
+    found: list[dict[str, str]] = []
+    global_defaults: dict[str, str] = {}
+    stages: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None  # None before the first FROM
+    for instruction in instructions:
+        found.append(dict(current or {}))
+        if instruction.keyword == "FROM":
+            words = [word.value for word, _ in instruction.words()
+                     if not word.value.startswith("--")]
+            current = dict(stages.get(words[0].lower(), {})) if words else {}
+            if len(words) >= 3 and words[1].lower() == "as":
+                stages[words[2].lower()] = current
+        elif instruction.keyword == "ARG":
+            for word, _ in instruction.words():
+                name, equals, value = word.value.partition("=")
+                if current is None:
+                    if equals:
+                        global_defaults[name] = value
+                elif equals:
+                    current[name] = substitute(value, current)
+                elif name in global_defaults:
+                    current[name] = global_defaults[name]
+        elif instruction.keyword == "ENV" and current is not None:
+            for name, value, _ in instruction.env_pairs():
+                current[name] = substitute(value, current)
+    return found
 
 
 def _shell_form(pieces: tuple[Segment, ...]) -> tuple[Segment, ...]:
@@ -171,7 +213,8 @@ def global_arguments(instructions: Sequence[Instruction]) -> dict[str, str]:
 
 
 def substitute(text: str, arguments: dict[str, str]) -> str:
-    """`${BASE}`, `$BASE` and `${BASE:-x}` replaced by known `ARG` defaults."""
+    """`${BASE}`, `$BASE` and `${BASE:-x}` replaced by known `ARG` defaults (or any other
+    variables: `variables_at`)."""
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)

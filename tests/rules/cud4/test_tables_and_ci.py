@@ -134,3 +134,57 @@ def test_a_cuda_index_kept_in_a_variable_of_a_ci_run_block(tmp_path):
     found = findings(tmp_path, workflow, name=".github/workflows/wheels.yml", codes=["CUD404"])
     assert codes_at(found) == [("CUD404", 9, 36)]
     assert "cu129" in found[0].message
+
+
+# A multi-stage Dockerfile whose indexes come from ARG defaults and ENV values: each RUN is a
+# shell of its own that sees what the build set before it, in its stage.
+DOCKERFILE_VARIABLES = """\
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cu121
+ARG CPU_INDEX=https://download.pytorch.org/whl/cpu
+FROM python:3.11-slim AS base
+ARG TORCH_INDEX
+ENV WHEELS="https://download.pytorch.org/whl/cu124" \\
+    PIP_FIND_LINKS=${TORCH_INDEX}
+RUN pip install torch --index-url ${TORCH_INDEX}
+RUN pip install torchvision --extra-index-url $WHEELS
+RUN pip install torch --index-url $CPU_INDEX
+RUN echo "using $TORCH_INDEX" && pip install numpy
+
+FROM base AS test
+RUN pip install torchaudio --extra-index-url ${WHEELS}
+
+FROM python:3.11-slim AS plain
+RUN pip install torch --index-url $WHEELS
+ENV PIP_INDEX_URL https://download.pytorch.org/whl/cu118
+"""
+
+
+def test_a_dockerfile_index_kept_in_an_arg_or_env_value(tmp_path):
+    found = findings(tmp_path, DOCKERFILE_VARIABLES, name="docker/Dockerfile.gpu",
+                     codes=["CUD402"])
+    # Row 6: pip's variable set from the stage's ARG (re-declared without a value: the global
+    # default); 7: a global ARG re-declared in the stage; 8: an ENV value; 13: a stage built
+    # FROM another keeps its ENV; 17: the old `ENV NAME value`. Not row 9 (`$CPU_INDEX` is
+    # global and not re-declared in the stage: empty there, and a CPU index anyway), row 10
+    # (no pip index), nor row 16 (`$WHEELS` belongs to the other stages).
+    assert codes_at(found) == [("CUD402", 6, 5), ("CUD402", 7, 35), ("CUD402", 8, 47),
+                               ("CUD402", 13, 46), ("CUD402", 17, 5)]
+    messages = {f.location.row: f.message for f in found}
+    assert "whl/cu121" in messages[7] and "(the value of `${TORCH_INDEX}`)" in messages[7]
+    assert "whl/cu121" in messages[6] and "(the value of `${TORCH_INDEX}`)" in messages[6]
+    assert "whl/cu124" in messages[13] and "whl/cu118" in messages[17]
+    assert "the value of" not in messages[17]
+
+
+def test_the_variables_each_dockerfile_instruction_sees():
+    from cudalint.formats import dockerfile
+
+    instructions = dockerfile.parse(DOCKERFILE_VARIABLES)
+    seen = dict(zip((i.row for i in instructions), dockerfile.variables_at(instructions),
+                    strict=True))
+    cu121 = "https://download.pytorch.org/whl/cu121"
+    assert seen[3] == {}  # before the first FROM's stage: ARGs there are for FROM lines only
+    assert seen[5] == {"TORCH_INDEX": cu121}
+    assert seen[7]["PIP_FIND_LINKS"] == cu121 and "CPU_INDEX" not in seen[7]
+    assert seen[13] == seen[10] and "WHEELS" in seen[13]  # FROM base: base's values
+    assert seen[16] == {}  # a stage from an image starts with none

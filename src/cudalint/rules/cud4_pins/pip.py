@@ -75,24 +75,22 @@ def pip_command(command: Command, variables: dict[str, str] | None = None,
     variables; `$NAME` in them read from `variables` (what the script set before)."""
     variables = {} if variables is None else variables
     for option, word in pip_install(program(command), _FETCHING) or ():
-        value = _expanded(word.value, variables)
-        problem = argument_problem(option, value)
-        if problem is not None and value != word.value:
-            problem = replace(problem, message=f"{problem.message} (the value of "
-                                               f"`{word.value}`)")
+        problem = argument_problem(option, _expanded(word.value, variables))
         if problem is not None:
-            yield word, problem
+            yield word, _valued(problem, word.value, variables)
     for word in assigned(command):
         name, _, value = word.value.partition("=")
-        value = _expanded(value, variables)
-        if name in _INDEX_VARIABLES and (problem := index_problem(_INDEX_VARIABLES[name], value)):
-            yield word, problem
+        if name in _INDEX_VARIABLES and (problem := index_problem(
+                _INDEX_VARIABLES[name], _expanded(value, variables))):
+            yield word, _valued(problem, value, variables)
 
 
-def pip_commands(commands: Iterable[Command]) -> Iterator[tuple[Command, Word, Problem]]:
+def pip_commands(commands: Iterable[Command], variables: dict[str, str] | None = None,
+                 ) -> Iterator[tuple[Command, Word, Problem]]:
     """`pip_command` over a script's commands in order, following the shell variables it
-    sets (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`)."""
-    variables: dict[str, str] = {}
+    sets (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`);
+    `variables`: those set before it runs (a Dockerfile's `ARG` and `ENV`)."""
+    variables = dict(variables or {})
     for command in commands:
         for word, problem in pip_command(command, variables):
             yield command, word, problem
@@ -109,6 +107,13 @@ def _note_variables(command: Command, variables: dict[str, str]) -> None:
         name, equals, value = word.value.partition("=")
         if equals and not name.endswith("+"):
             variables[name] = _expanded(value, variables)
+
+
+def _valued(problem: Problem, text: str, variables: dict[str, str]) -> Problem:
+    """`problem`, found in the value of `text`: its message says so where that differs."""
+    if _expanded(text, variables) == text:
+        return problem
+    return replace(problem, message=f"{problem.message} (the value of `{text}`)")
 
 
 def _expanded(text: str, variables: dict[str, str]) -> str:
@@ -142,7 +147,10 @@ class PipCudaPin(FileRule):
     (`install_requires`, `extras_require`, read without running setup.py); and in `pip
     install`/`pip download`/`pip wheel`/`uv pip install`/`uv add` commands of scripts,
     Dockerfiles and notebooks, also where a shell variable the script set before holds the
-    index (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`).
+    index (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`),
+    or, in a Dockerfile, an `ARG` default or `ENV` value of the stage set before the `RUN`
+    (`ARG TORCH_INDEX=.../whl/cu121`, also declared before the first `FROM` and again, without
+    a value, in the stage).
 
     `torch==2.1.0` without a CUDA marker is not reported, nor is a `cpu` index. A pin in an
     optional extra or dependency group is guarded (one severity lower). A pin whose marker
@@ -229,6 +237,8 @@ class PipCudaPin(FileRule):
         Invalid("FROM python:3.11\n"
                 "ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cu121\n",
                 path="Dockerfile"),
+        Invalid("FROM python:3.11\nARG TORCH_INDEX=https://download.pytorch.org/whl/cu121\n"
+                "RUN pip install torch --index-url ${TORCH_INDEX}\n", path="Dockerfile"),
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
@@ -236,9 +246,9 @@ class PipCudaPin(FileRule):
             yield from self._requirements(source)
         elif source.kind in (FileKind.PYPROJECT, FileKind.SETUP_CFG):
             yield from self._project_file(source)
+        elif source.kind is FileKind.DOCKERFILE:
+            yield from self._dockerfile(source)
         else:
-            if source.kind is FileKind.DOCKERFILE:
-                yield from self._docker_env(source)
             for command, word, problem in pip_commands(scripts.commands(source)):
                 yield finding(self, source, command.position(word), problem,
                               guarded=command.guarded)
@@ -278,13 +288,19 @@ class PipCudaPin(FileRule):
                 yield finding(self, source, (item.row, item.column), item.problem,
                               guarded=item.guarded)
 
-    def _docker_env(self, source: SourceFile) -> Iterator[Finding]:
-        for instruction in dockerfile.parse(source.text or ""):
-            if instruction.keyword != "ENV":
-                continue
-            for name, value, where in instruction.env_pairs():
-                if name in _INDEX_VARIABLES and (
-                    problem := index_problem(_INDEX_VARIABLES[name], value)
-                ):
-                    yield finding(self, source, where, problem)
-
+    def _dockerfile(self, source: SourceFile) -> Iterator[Finding]:
+        """pip's index variables set by `ENV`, and the pins of each `RUN` (a shell of its
+        own); both read the `ARG` defaults and `ENV` values set before them (`ARG
+        TORCH_INDEX=.../whl/cu121` then `pip install --index-url ${TORCH_INDEX} torch`)."""
+        instructions = dockerfile.parse(source.text or "")
+        for instruction, variables in zip(instructions, dockerfile.variables_at(instructions),
+                                          strict=True):
+            if instruction.keyword == "ENV":
+                for name, value, where in instruction.env_pairs():
+                    if name in _INDEX_VARIABLES and (problem := index_problem(
+                            _INDEX_VARIABLES[name], _expanded(value, variables))):
+                        yield finding(self, source, where, _valued(problem, value, variables))
+            for command, word, problem in pip_commands(dockerfile.script_of(instruction),
+                                                       variables):
+                yield finding(self, source, command.position(word), problem,
+                              guarded=command.guarded)
