@@ -97,7 +97,7 @@ def parity(tree: Path, *, lsp: bool = True, fix: bool = True) -> list[Disagreeme
 def _compare_checks(root: Path, lsp: bool) -> list[Disagreement]:
     files = _checked_files(root)
     reference = _json_check(root, root, ["."])
-    ways: dict[str, Callable[[str], set[Key]]] = {}
+    ways: dict[str, Callable[[str], set[Key] | None]] = {}  # None: that way skips the file
     by_folder: dict[str, Findings] = {}
     for folder in sorted({os.path.dirname(f) or "." for f in files}):
         by_folder[folder] = _json_check(root, root, [folder])
