@@ -22,7 +22,6 @@ floor above the limit says that no pre-screen, however sharp, reaches it in this
 from __future__ import annotations
 
 import _symtable
-import argparse
 import contextlib
 import json
 import os
@@ -35,8 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_phases import _rows, measure, ruff_cpu
-from benchmarks.bench_speed import _default_target
+from benchmarks.bench_phases import check_quietly, footer, ratio, target_and_jobs, timed
 
 # The phases whose work grows with what LibCST reads.
 LIBCST_PHASES = ("LibCST's parse", "the rules' walk", "positions, noqa, messages")
@@ -146,17 +144,9 @@ class Reads:
 def reads(target: Path, jobs: int) -> dict[str, Any]:
     """What LibCST reads in a cold check of `target`, and what a perfect pre-screen would
     leave it, summed over the workers; and the files checked."""
-    from cudalint.cli import main
-
     with tempfile.TemporaryDirectory(prefix="bench_floor_") as folder:
         Reads(Path(folder)).install()
-        with open(os.devnull, "w") as quiet:
-            stdout, sys.stdout = sys.stdout, quiet
-            try:
-                main(["check", "--no-cache", "--exit-zero", "-j", str(jobs),
-                      "--output-format", "concise", str(target)])
-            finally:
-                sys.stdout = stdout
+        check_quietly(target, jobs)
         records = [json.loads(path.read_text()) for path in Path(folder).glob("*.json")]
     return {"read": sum(r["read"] for r in records), "needed": sum(r["needed"] for r in records),
             "paths": [p for r in records for p in r["paths"]]}
@@ -187,38 +177,25 @@ def floor(rows: dict[str, float], total: float, kept: float, parser: float) -> d
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", type=Path, default=None, help="default: the torch package")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    args = parser.parse_args()
-    target = args.target or _default_target()
-    if target is None or not target.is_dir():
-        print("bench_floor: no target (install torch, or give --target DIR)", file=sys.stderr)
+    chosen = target_and_jobs("bench_floor", __doc__.splitlines()[0])
+    if chosen is None:
         return 2
-    reference = ruff_cpu(target)
-    found = measure(target, args.jobs)
-    total = found["workers"] + found["parent"]
-    rows = _rows(found["phases"])
-    seen = reads(target, args.jobs)
+    target, jobs = chosen
+    reference, rows, total, _ = timed(target, jobs)
+    seen = reads(target, jobs)
     kept = seen["needed"] / seen["read"] if seen["read"] else 0.0
     parts = floor(rows, total, kept, parser_alone(seen["paths"]))
     lowest = sum(parts.values())
-
-    def ratio(seconds: float) -> str:
-        return f"{seconds / reference:.2f}x" if reference else "-"
-
     print(f"cold check of {target} ({len(seen['paths'])} Python files; "
           f"load average {os.getloadavg()[0]:.1f})")
-    print(f"now: {total:.2f} CPU s, {ratio(total)} ruff")
+    print(f"now: {total:.2f} CPU s, {ratio(total, reference)} ruff")
     print(f"LibCST reads {seen['read']} lines of code; {seen['needed']} ({kept:.1%}) are in a "
           "function, method or top-level statement holding a finding")
     print(f"{'the floor of this design':48} {'CPU s':>7} {'/ ruff':>8}")
     for name, seconds in parts.items():
-        print(f"{name:48} {seconds:7.2f} {ratio(seconds):>8}")
-    print(f"{'all':48} {lowest:7.2f} {ratio(lowest):>8}")
-    if reference:
-        print(f"ruff check --select ALL --no-cache: {reference:.2f} CPU s")
-    return 0
+        print(f"{name:48} {seconds:7.2f} {ratio(seconds, reference):>8}")
+    print(f"{'all':48} {lowest:7.2f} {ratio(lowest, reference):>8}")
+    return footer(reference)
 
 
 if __name__ == "__main__":

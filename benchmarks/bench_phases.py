@@ -126,21 +126,29 @@ def ruff_cpu(target: Path) -> float | None:
     return _run(command)[1]
 
 
-def measure(target: Path, jobs: int) -> dict[str, Any]:
-    """The phases' CPU seconds of a cold check of `target`, summed over the workers."""
+def check_quietly(target: Path, jobs: int) -> None:
+    """A cold check of `target` in this process (its workers forked from it), its output
+    dropped."""
     from cudalint.cli import main
 
+    with open(os.devnull, "w") as quiet:
+        stdout, sys.stdout = sys.stdout, quiet
+        try:
+            main(["check", "--no-cache", "--exit-zero", "-j", str(jobs),
+                  "--output-format", "concise", str(target)])
+        finally:
+            sys.stdout = stdout
+
+
+def measure(target: Path, jobs: int) -> dict[str, Any]:
+    """The phases' CPU seconds of a cold check of `target`, summed over the workers."""
     with tempfile.TemporaryDirectory(prefix="bench_phases_") as folder:
         timers = install(Path(folder))
         start = resource.getrusage(resource.RUSAGE_SELF)
-        with open(os.devnull, "w") as quiet:
-            stdout, sys.stdout = sys.stdout, quiet
-            try:
-                main(["check", "--no-cache", "--exit-zero", "-j", str(jobs),
-                      "--output-format", "concise", str(target)])
-            finally:
-                sys.stdout = stdout
-                timers.uninstall()
+        try:
+            check_quietly(target, jobs)
+        finally:
+            timers.uninstall()
         end = resource.getrusage(resource.RUSAGE_SELF)
         parent = (end.ru_utime - start.ru_utime) + (end.ru_stime - start.ru_stime)
         workers = [json.loads(path.read_text()) for path in Path(folder).glob("*.json")
@@ -162,31 +170,56 @@ def _rows(phases: dict[str, float]) -> dict[str, float]:
     return rows
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def target_and_jobs(script: str, description: str) -> tuple[Path, int] | None:
+    """The tree to check and the number of workers, from the command line (None, with a
+    line on stderr: no tree)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--target", type=Path, default=None, help="default: the torch package")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     args = parser.parse_args()
     target = args.target or _default_target()
     if target is None or not target.is_dir():
-        print("bench_phases: no target (install torch, or give --target DIR)", file=sys.stderr)
-        return 2
+        print(f"{script}: no target (install torch, or give --target DIR)", file=sys.stderr)
+        return None
+    return target, args.jobs
+
+
+def timed(target: Path, jobs: int) -> tuple[float | None, dict[str, float], float, int]:
+    """ruff's CPU seconds on `target` (None: no ruff), then a cold check's: each phase's
+    (`rows`, the rest of the workers and the parent process among them), all of them, and
+    the number of Python files linted."""
     reference = ruff_cpu(target)
-    found = measure(target, args.jobs)
+    found = measure(target, jobs)
     total = found["workers"] + found["parent"]
     rows = _rows(found["phases"])
     accounted = sum(rows.values())
     rows["rest of the workers"] = max(found["workers"] - accounted, 0.0)
     rows["parent process"] = found["parent"]
-    print(f"cold check of {target} ({found['files']} Python files linted; "
+    return reference, rows, total, found["files"]
+
+
+def main() -> int:
+    chosen = target_and_jobs("bench_phases", __doc__.splitlines()[0])
+    if chosen is None:
+        return 2
+    target, jobs = chosen
+    reference, rows, total, files = timed(target, jobs)
+    print(f"cold check of {target} ({files} Python files linted; "
           f"load average {os.getloadavg()[0]:.1f})")
     label = "ruff CPU s" if reference else "ruff: not installed"
     print(f"{'phase':36} {'CPU s':>7} {'share':>6} {'/ ' + label:>16}")
     for name, seconds in rows.items():
-        ratio = f"{seconds / reference:.2f}x" if reference else "-"
-        print(f"{name:36} {seconds:7.2f} {seconds / total:6.1%} {ratio:>16}")
-    ratio = f"{total / reference:.2f}x" if reference else "-"
-    print(f"{'all':36} {total:7.2f} {1:6.1%} {ratio:>16}")
+        print(f"{name:36} {seconds:7.2f} {seconds / total:6.1%} {ratio(seconds, reference):>16}")
+    print(f"{'all':36} {total:7.2f} {1:6.1%} {ratio(total, reference):>16}")
+    return footer(reference)
+
+
+def ratio(seconds: float, reference: float | None) -> str:
+    return f"{seconds / reference:.2f}x" if reference else "-"
+
+
+def footer(reference: float | None) -> int:
+    """The reference's line, and the exit status."""
     if reference:
         print(f"ruff check --select ALL --no-cache: {reference:.2f} CPU s")
     return 0
