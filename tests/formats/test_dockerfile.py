@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from cudalint.formats import dockerfile
+from cudalint.formats.shell import expand
 
 
 def test_instructions_with_continuations_comments_and_heredocs():
@@ -18,7 +19,7 @@ def test_instructions_with_continuations_comments_and_heredocs():
     instructions = dockerfile.parse(text)
     assert [(i.keyword, i.row) for i in instructions] == [("FROM", 2), ("RUN", 3), ("RUN", 6),
                                                           ("CMD", 9)]
-    commands = list(dockerfile.scripts(instructions))
+    commands = [c for instruction in instructions for c in dockerfile.script_of(instruction)]
     assert [([w.value for w in c.words], c.position(c.words[0])) for c in commands] == [
         (["apt-get", "update"], (3, 5)),
         (["apt-get", "install", "-y", "git"], (5, 5)),
@@ -37,10 +38,13 @@ def test_escape_directive_and_env_forms():
 
 
 def test_arguments_substitute_into_from():
-    instructions = dockerfile.parse("ARG BASE=nvidia/cuda:12.1\nARG TAG\nFROM ${BASE}\n")
-    arguments = dockerfile.global_arguments(instructions)
-    assert dockerfile.substitute("${BASE}", arguments) == "nvidia/cuda:12.1"
-    assert dockerfile.substitute("$TAG-x", arguments) == "$TAG-x"
+    instructions = dockerfile.parse("ARG BASE=nvidia/cuda:12.1\nARG TAG\nFROM ${BASE}\n"
+                                    "ENV BASE=python\nFROM ${BASE}\n")
+    seen = dockerfile.variables_at(instructions)
+    # A FROM line reads the global ARGs, never a stage's ENV.
+    assert expand("${BASE}", seen[2]) == expand("${BASE}", seen[4]) == "nvidia/cuda:12.1"
+    assert expand("$TAG-x", seen[2]) == "$TAG-x"  # no default: left as written
+    assert expand("${TAG:-latest}", seen[2]) == "${TAG:-latest}"
 
 
 def test_noqa_comment_above_covers_the_instruction():

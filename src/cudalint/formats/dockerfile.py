@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cudalint.formats.shell import Command, Segment, Word, read_script
+from cudalint.formats.shell import Command, Segment, Word, expand, read_script
 
 _INSTRUCTION = re.compile(r"\s*([A-Za-z]+)(\s+|$)")
 _ESCAPE_DIRECTIVE = re.compile(r"#\s*escape\s*=\s*(\S)", re.IGNORECASE)
 _HEREDOC = re.compile(r"<<-?\s*[\"']?(\w+)[\"']?")
-_VARIABLE = re.compile(r"\$(?:\{(\w+)(?::?[-+][^}]*)?\}|(\w+))")
 _SCRIPTS = frozenset({"RUN", "CMD", "ENTRYPOINT"})
 
 
@@ -118,15 +117,9 @@ def _escape_character(lines: list[str]) -> str:
     return "\\"
 
 
-def scripts(instructions: Sequence[Instruction]) -> Iterator[Command]:
-    """The shell commands of `RUN`, `CMD` and `ENTRYPOINT`, shell and exec forms."""
-    for instruction in instructions:
-        yield from script_of(instruction)
-
-
 def script_of(instruction: Instruction) -> tuple[Command, ...]:
-    """The shell commands of one instruction: none unless it is a `RUN`, `CMD` or
-    `ENTRYPOINT` (each of which is a shell of its own)."""
+    """The shell commands of one instruction, shell and exec forms: none unless it is a
+    `RUN`, `CMD` or `ENTRYPOINT` (each of which is a shell of its own)."""
     if instruction.keyword not in _SCRIPTS:
         return ()
     commands = list(read_script([_shell_form(instruction.pieces)]))
@@ -137,16 +130,18 @@ def script_of(instruction: Instruction) -> tuple[Command, ...]:
 
 def variables_at(instructions: Sequence[Instruction]) -> list[dict[str, str]]:
     """For each instruction, the variables the build has set when it comes (what `$NAME` in
-    it reads): the `ARG` defaults and `ENV` values before it in its stage. An `ARG NAME`
-    without a value in a stage takes the default of the `ARG NAME=...` before the first
-    `FROM`; a stage built `FROM` an earlier one (`FROM base AS test`) starts with the values
-    that one ended with; a value may read the ones set before it."""
+    it reads): for a `FROM` line, the `ARG` defaults before the first `FROM`; for any other,
+    the `ARG` defaults and `ENV` values before it in its stage. An `ARG NAME` without a value
+    in a stage takes the default of that global `ARG`; a stage built `FROM` an earlier one
+    (`FROM base AS test`) starts with the values that one ended with; a value may read the
+    ones set before it."""
     found: list[dict[str, str]] = []
     global_defaults: dict[str, str] = {}
     stages: dict[str, dict[str, str]] = {}
     current: dict[str, str] | None = None  # None before the first FROM
     for instruction in instructions:
-        found.append(dict(current or {}))
+        found.append(dict(global_defaults if instruction.keyword == "FROM" or current is None
+                          else current))
         if instruction.keyword == "FROM":
             words = [word.value for word, _ in instruction.words()
                      if not word.value.startswith("--")]
@@ -158,14 +153,14 @@ def variables_at(instructions: Sequence[Instruction]) -> list[dict[str, str]]:
                 name, equals, value = word.value.partition("=")
                 if current is None:
                     if equals:
-                        global_defaults[name] = value
+                        global_defaults[name] = expand(value, global_defaults)
                 elif equals:
-                    current[name] = substitute(value, current)
+                    current[name] = expand(value, current)
                 elif name in global_defaults:
                     current[name] = global_defaults[name]
         elif instruction.keyword == "ENV" and current is not None:
             for name, value, _ in instruction.env_pairs():
-                current[name] = substitute(value, current)
+                current[name] = expand(value, current)
     return found
 
 
@@ -197,30 +192,6 @@ def _blank_json_punctuation(text: str) -> str:
         else:
             out.append(" " if char in "[],\t" else char)
     return "".join(out)
-
-
-def global_arguments(instructions: Sequence[Instruction]) -> dict[str, str]:
-    """`ARG NAME=default` before the first `FROM`: the values `FROM ${NAME}` may use."""
-    found: dict[str, str] = {}
-    for instruction in instructions:
-        if instruction.keyword == "FROM":
-            break
-        if instruction.keyword == "ARG":
-            for word, _ in instruction.words():
-                name, value = _split_assignment(word.value)
-                found[name] = value
-    return found
-
-
-def substitute(text: str, arguments: dict[str, str]) -> str:
-    """`${BASE}`, `$BASE` and `${BASE:-x}` replaced by known `ARG` defaults (or any other
-    variables: `variables_at`)."""
-
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(2)
-        return arguments.get(name) or match.group(0)
-
-    return _VARIABLE.sub(replace, text)
 
 
 def noqa_lines(lines: Sequence[str]) -> list[str]:

@@ -22,11 +22,14 @@ from cudalint.kinds import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
     from yaml.nodes import Node
 
-__all__ = ["SCRIPT_KINDS", "SCRIPT_RULE_KINDS", "SHELL_RULE_KINDS", "commands"]
+    # A shell the file runs: its commands, and the variables set before it starts.
+    Script = tuple[tuple[Command, ...], Mapping[str, str]]
+
+__all__ = ["SCRIPT_KINDS", "SCRIPT_RULE_KINDS", "SHELL_RULE_KINDS", "commands", "scripts_of"]
 
 # Top-level keys of a .gitlab-ci.yml that are no job.
 _GITLAB_RESERVED = frozenset({"stages", "variables", "default", "include", "workflow",
@@ -35,27 +38,39 @@ _GITLAB_SCRIPTS = ("script", "before_script", "after_script")
 
 
 def commands(source: SourceFile) -> tuple[Command, ...]:
+    """Every command the file runs, in order."""
+    return tuple(command for found, _ in scripts_of(source) for command in found)
+
+
+def scripts_of(source: SourceFile) -> tuple[Script, ...]:
+    """Each shell the file runs, for the rules that follow what a variable holds
+    (formats.shell.with_variables): a script or a Makefile is one, a Dockerfile's `RUN`,
+    `CMD` and `ENTRYPOINT` one each, started with the `ARG` defaults and `ENV` values of
+    their stage (formats.dockerfile.variables_at), a CI `run:` step one each."""
     if source.text is None or (source.kind not in SCRIPT_KINDS
                                and source.kind is not FileKind.CI):
         return ()
-    return _commands(source.kind, source.text)
+    return _scripts(source.kind, source.text)
 
 
 @lru_cache(maxsize=16)
-def _commands(kind: FileKind, text: str) -> tuple[Command, ...]:
+def _scripts(kind: FileKind, text: str) -> tuple[Script, ...]:
     if kind is FileKind.CI:
-        return _ci_commands(text)
+        return _ci_scripts_of(text)
     if kind is FileKind.DOCKERFILE:
-        return tuple(dockerfile.scripts(dockerfile.parse(text)))
+        instructions = dockerfile.parse(text)
+        return tuple((found, variables) for instruction, variables
+                     in zip(instructions, dockerfile.variables_at(instructions), strict=True)
+                     if (found := dockerfile.script_of(instruction)))
     if kind is FileKind.MAKEFILE:
         parsed = makefile.parse(text)
-        return (*read_script(parsed.recipes, parsed.guarded_rows),
-                *read_script(lines_of(parsed.shell_calls), parsed.guarded_rows))
+        return (((*read_script(parsed.recipes, parsed.guarded_rows),
+                  *read_script(lines_of(parsed.shell_calls), parsed.guarded_rows)), {}),)
     segments = (Segment(row, 1, line) for row, line in enumerate(text.splitlines(), start=1))
-    return tuple(read_script(lines_of(segments)))
+    return ((tuple(read_script(lines_of(segments))), {}),)
 
 
-def _ci_commands(text: str) -> tuple[Command, ...]:
+def _ci_scripts_of(text: str) -> tuple[Script, ...]:
     """Each `run:` step (and GitLab script line) read as a script of its own, at the rows of
     the file; an unreadable file has none (CUD404 reports it)."""
     from cudalint.formats import yaml_lines  # PyYAML: only for CI files
@@ -64,10 +79,8 @@ def _ci_commands(text: str) -> tuple[Command, ...]:
     if not isinstance(parsed, tuple):
         return ()
     lines = text.splitlines()
-    found: list[Command] = []
-    for node in _ci_scripts(parsed):
-        found.extend(read_script(lines_of(yaml_lines.script_segments(node, lines))))
-    return tuple(found)
+    return tuple((tuple(read_script(lines_of(yaml_lines.script_segments(node, lines)))), {})
+                 for node in _ci_scripts(parsed))
 
 
 def _ci_scripts(documents: tuple[Node, ...]) -> Iterator[Node]:

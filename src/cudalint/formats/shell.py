@@ -16,7 +16,7 @@ import itertools
 import posixpath
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 _SEPARATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
@@ -76,11 +76,27 @@ class Word:
     nested: tuple[tuple[Word | str, ...], ...] = ()  # token streams of its `$(...)`, backticks
 
 
+# A loop around a command: `for NAME in WORD...` (its variable and the values it takes);
+# None for a loop that binds nothing from a list (`while`, `until`, `for ((...))`).
+Loop = tuple[str, tuple[str, ...]] | None
+
+
 @dataclass(frozen=True)
 class Command:
     line: LogicalLine
     words: tuple[Word, ...]
     guarded: bool = False
+    loops: tuple[Loop, ...] = ()  # the loops around it, outermost first
+
+    def candidates(self, word: Word, variables: Mapping[str, str]) -> list[str]:
+        """What `word` may hold when the command runs: its text with the `variables` set
+        before read into it, and, where it is a loop's variable alone (`"$tool"`), each value
+        of that loop (`for tool in /usr/bin/nvidia-smi nvidia-smi; do "$tool" -L; done`)."""
+        found = [expand(word.value, variables)]
+        for loop in self.loops:
+            if loop is not None and word.value in (f"${loop[0]}", f"${{{loop[0]}}}"):
+                found.extend(loop[1])
+        return found
 
     def position(self, word: Word) -> tuple[int, int]:
         return self.line.position(word.start)
@@ -143,6 +159,37 @@ def assigned(command: Command) -> Iterator[Word]:
     for word in argv[1:]:
         if _ASSIGNMENT.match(word.value) or re.fullmatch(r"[A-Za-z_]\w*", word.value):
             yield word
+
+
+# `$NAME`, `${NAME}`, `${NAME:-default}` (and the other `${NAME<op>word}` forms).
+_EXPANSION = re.compile(r"\$(?:\{([A-Za-z_]\w*)(?::?[-+=?][^}]*)?\}|([A-Za-z_]\w*))")
+
+
+def expand(text: str, variables: Mapping[str, str]) -> str:
+    """`text` with each `$NAME`, `${NAME}` or `${NAME:-default}` replaced by the value
+    `variables` holds for NAME; a variable it does not know, or knows empty, is left as
+    written (a run may set it otherwise: `--build-arg`, the caller's environment)."""
+    if "$" not in text or not variables:
+        return text
+    return _EXPANSION.sub(lambda m: variables.get(m.group(1) or m.group(2)) or m.group(0), text)
+
+
+def with_variables(commands: Iterable[Command], variables: Mapping[str, str] | None = None,
+                   ) -> Iterator[tuple[Command, Mapping[str, str]]]:
+    """Each command of a script, in order, with the variables set when it runs: `variables`
+    (set before the script: a Dockerfile's `ARG` and `ENV`), then what the commands before it
+    set, `NAME=value` alone or `export NAME=value` (not `NAME=value cmd`, which sets it for
+    `cmd` only), each value read with those set before it."""
+    known = dict(variables or {})
+    for command in commands:
+        yield command, known
+        argv = command.argv
+        if argv and argv[0].value not in _DECLARATIONS:
+            continue
+        for word in assigned(command):
+            name, equals, value = word.value.partition("=")
+            if equals and not name.endswith("+"):
+                known[name] = expand(value, known)
 
 
 def mentions_probe(words: Iterable[Word]) -> bool:
@@ -403,6 +450,19 @@ def _split(tokens: Sequence[Word | str]) -> Iterator[tuple[list[Word], str, str]
 class _Reader:
     def __init__(self, guards: _Guards) -> None:
         self.guards = guards
+        self.loops: list[Loop] = []  # the loops open, outermost first
+
+    def _loop(self, words: Sequence[Word]) -> None:
+        """Note a loop opened by `words` (from its keyword on); `done` closes the last."""
+        keyword = words[0].value
+        if keyword in ("while", "until"):
+            self.loops.append(None)
+        elif keyword in ("for", "select"):
+            values = [word.value for word in words[3:]]
+            listed = len(words) > 2 and words[2].value == "in"
+            self.loops.append((words[1].value, tuple(values)) if listed else None)
+        elif keyword == "done" and self.loops:
+            self.loops.pop()
 
     def commands(
         self, line: LogicalLine, scanner: _Scanner, tokens: Sequence[Word | str],
@@ -414,10 +474,14 @@ class _Reader:
             while words and words[0].value in _PREFIX_WORDS:
                 negated |= words[0].value == "!"
                 self.guards.keyword(words[0].value)
+                self._loop(words)
                 words = words[1:]
             if len(words) == 1 and words[0].value in _CLOSING_WORDS:
                 self.guards.keyword(words[0].value)
+                self._loop(words)
                 continue
+            if words and words[0].value in ("for", "select"):
+                self._loop(words)
             if not words or words[0].value in _HEADER_WORDS:
                 continue
             in_condition = self.guards.in_condition
@@ -427,7 +491,7 @@ class _Reader:
             guarded = (inherited or in_condition or chained or after == "||"
                        or self.guards.active)
             chain_probe = (chained or _chain_probe(words, negated)) if after == "&&" else False
-            command = Command(line, tuple(words), guarded)
+            command = Command(line, tuple(words), guarded, tuple(self.loops))
             yield command
             for word in words:
                 for stream in word.nested:

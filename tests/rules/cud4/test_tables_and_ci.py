@@ -183,7 +183,9 @@ def test_the_variables_each_dockerfile_instruction_sees():
     seen = dict(zip((i.row for i in instructions), dockerfile.variables_at(instructions),
                     strict=True))
     cu121 = "https://download.pytorch.org/whl/cu121"
-    assert seen[3] == {}  # before the first FROM's stage: ARGs there are for FROM lines only
+    # A FROM line reads the ARGs declared before the first FROM, which nothing else reads.
+    assert seen[3] == seen[12] == {"TORCH_INDEX": cu121,
+                                   "CPU_INDEX": "https://download.pytorch.org/whl/cpu"}
     assert seen[5] == {"TORCH_INDEX": cu121}
     assert seen[7]["PIP_FIND_LINKS"] == cu121 and "CPU_INDEX" not in seen[7]
     assert seen[13] == seen[10] and "WHEELS" in seen[13]  # FROM base: base's values

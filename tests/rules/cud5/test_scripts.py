@@ -130,3 +130,50 @@ def test_nvcc_through_a_variable_or_a_loop_over_candidates(tmp_path):
     )
     assert _found(tmp_path, source, "build.py", "CUD501") == [
         (10, 45, "warning", True), (17, 21, "error", False), (20, 40, "warning", True)]
+
+
+# The same in shell: a variable set before (alone or exported), a loop over candidate paths;
+# not a variable set for one command only, a mention, a lookup, another program.
+SCRIPT_VARIABLES = """\
+#!/bin/bash
+NVCC=/usr/local/cuda/bin/nvcc
+export SMI=nvidia-smi
+"${NVCC}" --version
+watch -n 5 $SMI
+for tool in /usr/bin/nvidia-smi nvidia-smi; do
+    "$tool" --query-gpu=name --format=csv
+done
+for tool in nvidia-smi nvcc; do command -v "$tool"; echo "$tool"; done
+for f in *.cu; do gcc "$f"; done
+$PYTHON train.py
+CC=gcc $CC main.c
+echo "$SMI is the driver's tool"
+"$tool" -L
+"""
+
+
+def test_tools_through_a_shell_variable_or_a_loop_over_candidates(tmp_path):
+    found = findings(tmp_path, SCRIPT_VARIABLES, name="scripts/build.sh", codes=["CUD501"])
+    assert sorted((f.location.row, f.location.column) for f in found) == [(4, 1), (5, 12),
+                                                                          (7, 5)]
+    messages = {f.location.row: f.message for f in found}
+    assert messages[4].startswith("`nvcc` is the CUDA compiler")
+    assert messages[4].endswith("(the value of `${NVCC}`)")
+    assert messages[5].endswith("(the value of `$SMI`)") and "nvidia-smi" in messages[7]
+    assert all(str(f.severity) == "error" for f in found)
+
+
+def test_tools_through_a_dockerfile_arg_or_env(tmp_path):
+    """Each RUN sees the ARG defaults and ENV values before it in its stage (the same
+    variables CUD402 reads), and what that RUN itself set before."""
+    dockerfile = ("ARG CUDA=/usr/local/cuda\n"
+                  "FROM python:3.11 AS build\n"
+                  "ARG CUDA\n"
+                  "ENV NVCC=$CUDA/bin/nvcc\n"
+                  "RUN $NVCC --version\n"
+                  "RUN SMI=nvidia-smi && $SMI -L\n"
+                  "RUN $SMI -L\n"  # another RUN: another shell
+                  "FROM python:3.11\n"
+                  "RUN $NVCC --version\n")  # another stage
+    found = findings(tmp_path, dockerfile, name="Dockerfile", codes=["CUD501"])
+    assert sorted((f.location.row, f.location.column) for f in found) == [(5, 5), (6, 23)]

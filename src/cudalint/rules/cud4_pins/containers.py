@@ -10,7 +10,7 @@ from yaml.nodes import Node
 from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding
 from cudalint.formats import dockerfile, scripts, yaml_lines
-from cudalint.formats.shell import Command, Word, basename, program
+from cudalint.formats.shell import Command, Word, basename, expand, program
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.cud4_pins.cuda_pins import cuda_image
 
@@ -123,8 +123,8 @@ class CudaContainer(FileRule):
 
     def _from_lines(self, source: SourceFile) -> Iterator[Finding]:
         instructions = dockerfile.parse(source.text or "")
-        arguments = dockerfile.global_arguments(instructions)
-        for instruction in instructions:
+        for instruction, arguments in zip(instructions, dockerfile.variables_at(instructions),
+                                          strict=True):
             if instruction.keyword != "FROM":
                 continue
             words = [(w, where) for w, where in instruction.words()
@@ -132,7 +132,7 @@ class CudaContainer(FileRule):
             if not words:
                 continue
             word, (row, column) = words[0]
-            image = dockerfile.substitute(word.value, arguments)
+            image = expand(word.value, arguments)
             if cuda_image(image):
                 yield self.finding(source, row, column, message=_IMAGE_MESSAGE.format(image))
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 
 from cudalint.engine.contract import FileRule, Invalid, Valid
@@ -12,7 +12,7 @@ from cudalint.finding import Finding, Severity, error_finding
 from cudalint.formats import FormatError, dockerfile, scripts
 from cudalint.formats.installers import pip_install
 from cudalint.formats.requirements import Line, read_lines
-from cudalint.formats.shell import Command, Word, assigned, program
+from cudalint.formats.shell import Command, Word, assigned, expand, program, with_variables
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.cud4_pins import project_files
 from cudalint.rules.cud4_pins.cuda_pins import (
@@ -64,62 +64,45 @@ def argument_problem(option: str | None, value: str) -> Problem | None:
     return None
 
 
-_EXPANSION = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 _FETCHING = ("install", "download", "wheel")  # pip commands that read the indexes
-_DECLARING = frozenset({"export", "declare", "typeset", "readonly", "local"})
 
 
-def pip_command(command: Command, variables: dict[str, str] | None = None,
+def pip_command(command: Command, variables: Mapping[str, str] | None = None,
                 ) -> Iterator[tuple[Word, Problem]]:
     """The CUDA pins of a `pip install`/`download` (or uv) command, and of pip's index
-    variables; `$NAME` in them read from `variables` (what the script set before)."""
+    variables; `$NAME` in them read from `variables` (what was set before it runs)."""
     variables = {} if variables is None else variables
     for option, word in pip_install(program(command), _FETCHING) or ():
-        problem = argument_problem(option, _expanded(word.value, variables))
+        problem = argument_problem(option, expand(word.value, variables))
         if problem is not None:
             yield word, _valued(problem, word.value, variables)
     for word in assigned(command):
         name, _, value = word.value.partition("=")
-        if name in _INDEX_VARIABLES and (problem := index_problem(
-                _INDEX_VARIABLES[name], _expanded(value, variables))):
-            yield word, _valued(problem, value, variables)
+        yield from ((word, problem) for problem in _index_variable(name, value, variables))
 
 
-def pip_commands(commands: Iterable[Command], variables: dict[str, str] | None = None,
+def pip_commands(commands: Iterable[Command], variables: Mapping[str, str] | None = None,
                  ) -> Iterator[tuple[Command, Word, Problem]]:
     """`pip_command` over a script's commands in order, following the shell variables it
     sets (`TORCH_INDEX=.../whl/cu129` then `pip download --index-url $TORCH_INDEX torch`);
     `variables`: those set before it runs (a Dockerfile's `ARG` and `ENV`)."""
-    variables = dict(variables or {})
-    for command in commands:
-        for word, problem in pip_command(command, variables):
+    for command, known in with_variables(commands, variables):
+        for word, problem in pip_command(command, known):
             yield command, word, problem
-        _note_variables(command, variables)
 
 
-def _note_variables(command: Command, variables: dict[str, str]) -> None:
-    """What a command sets for the commands after it: `NAME=value` alone, `export NAME=...`
-    (not `NAME=value cmd`, which sets it for `cmd` only)."""
-    argv = command.argv
-    if argv and argv[0].value not in _DECLARING:
-        return
-    for word in assigned(command):
-        name, equals, value = word.value.partition("=")
-        if equals and not name.endswith("+"):
-            variables[name] = _expanded(value, variables)
+def _index_variable(name: str, value: str, variables: Mapping[str, str]) -> Iterator[Problem]:
+    """The problem of setting pip's or uv's index variable `name` to `value`, if any."""
+    if name in _INDEX_VARIABLES and (problem := index_problem(
+            _INDEX_VARIABLES[name], expand(value, variables))):
+        yield _valued(problem, value, variables)
 
 
-def _valued(problem: Problem, text: str, variables: dict[str, str]) -> Problem:
+def _valued(problem: Problem, text: str, variables: Mapping[str, str]) -> Problem:
     """`problem`, found in the value of `text`: its message says so where that differs."""
-    if _expanded(text, variables) == text:
+    if expand(text, variables) == text:
         return problem
     return replace(problem, message=f"{problem.message} (the value of `{text}`)")
-
-
-def _expanded(text: str, variables: dict[str, str]) -> str:
-    if "$" not in text or not variables:
-        return text
-    return _EXPANSION.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), text)
 
 
 class PipCudaPin(FileRule):
@@ -246,12 +229,13 @@ class PipCudaPin(FileRule):
             yield from self._requirements(source)
         elif source.kind in (FileKind.PYPROJECT, FileKind.SETUP_CFG):
             yield from self._project_file(source)
-        elif source.kind is FileKind.DOCKERFILE:
-            yield from self._dockerfile(source)
         else:
-            for command, word, problem in pip_commands(scripts.commands(source)):
-                yield finding(self, source, command.position(word), problem,
-                              guarded=command.guarded)
+            if source.kind is FileKind.DOCKERFILE:
+                yield from self._docker_env(source)
+            for commands, variables in scripts.scripts_of(source):
+                for command, word, problem in pip_commands(commands, variables):
+                    yield finding(self, source, command.position(word), problem,
+                                  guarded=command.guarded)
 
     def _requirements(self, source: SourceFile) -> Iterator[Finding]:
         off_macos: list[tuple[Line, Problem]] = []
@@ -288,19 +272,13 @@ class PipCudaPin(FileRule):
                 yield finding(self, source, (item.row, item.column), item.problem,
                               guarded=item.guarded)
 
-    def _dockerfile(self, source: SourceFile) -> Iterator[Finding]:
-        """pip's index variables set by `ENV`, and the pins of each `RUN` (a shell of its
-        own); both read the `ARG` defaults and `ENV` values set before them (`ARG
-        TORCH_INDEX=.../whl/cu121` then `pip install --index-url ${TORCH_INDEX} torch`)."""
+    def _docker_env(self, source: SourceFile) -> Iterator[Finding]:
+        """pip's index variables set by `ENV`, read with the `ARG` defaults and `ENV` values
+        set before (`ENV PIP_FIND_LINKS=${TORCH_WHEELS}`)."""
         instructions = dockerfile.parse(source.text or "")
         for instruction, variables in zip(instructions, dockerfile.variables_at(instructions),
                                           strict=True):
             if instruction.keyword == "ENV":
                 for name, value, where in instruction.env_pairs():
-                    if name in _INDEX_VARIABLES and (problem := index_problem(
-                            _INDEX_VARIABLES[name], _expanded(value, variables))):
-                        yield finding(self, source, where, _valued(problem, value, variables))
-            for command, word, problem in pip_commands(dockerfile.script_of(instruction),
-                                                       variables):
-                yield finding(self, source, command.position(word), problem,
-                              guarded=command.guarded)
+                    for problem in _index_variable(name, value, variables):
+                        yield finding(self, source, where, problem)

@@ -14,6 +14,8 @@ from cudalint.engine.walk import scopes
 from cudalint.kinds import SHELL_RULE_KINDS, SourceFile
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from cudalint.engine.walk.context import PythonContext
     from cudalint.finding import Finding
     from cudalint.formats.shell import Command, Word
@@ -42,17 +44,25 @@ _LAUNCH_ERRORS = frozenset({"FileNotFoundError", "OSError", "CalledProcessError"
 _PROBE = re.compile(r"nvidia|nvcc|cuda", re.IGNORECASE)
 
 
-def tool_words(command: Command) -> Iterator[Word]:
-    """`nvidia-smi`/`nvcc` run by a command, directly or through `watch`, `srun`, ..."""
+def tool_words(command: Command, variables: Mapping[str, str] | None = None,
+               ) -> Iterator[tuple[Word, str]]:
+    """`nvidia-smi`/`nvcc` run by a command, directly or through `watch`, `srun`, ..., with
+    the tool's name: also where a variable set before (`variables`) holds the program
+    (`NVCC=/usr/local/cuda/bin/nvcc` then `$NVCC --version`), or a loop over candidate
+    paths gives it (`for smi in /usr/bin/nvidia-smi nvidia-smi; do "$smi" -L; done`)."""
     from cudalint.formats.shell import basename, program  # the shell parser: only for commands
+
+    def run(word: Word, names: Iterable[str]) -> str | None:
+        return next((name for value in command.candidates(word, variables or {})
+                     if (name := basename(value)) in names), None)
 
     argv = program(command)
     if not argv:
         return
-    if basename(argv[0]) in _TOOLS:
-        yield argv[0]
-    elif basename(argv[0]) in _RUNNERS:
-        yield from (word for word in argv[1:] if basename(word) in _TOOLS)
+    if (tool := run(argv[0], _TOOLS)) is not None:
+        yield argv[0], tool
+    elif run(argv[0], _RUNNERS) is not None:
+        yield from ((word, tool) for word in argv[1:] if (tool := run(word, _TOOLS)))
 
 
 class NvidiaToolCall(FileRule):
@@ -64,7 +74,10 @@ class NvidiaToolCall(FileRule):
     actions) and GitLab `script:` lines, notebooks (`!nvidia-smi`), and Python
     (`subprocess.run(["nvidia-smi", ...])`, `subprocess.run("nvcc --version", shell=True)`,
     `os.system`, `os.popen`, also through a built path: `cuda_dir + "/bin/nvcc"`,
-    `os.path.join(CUDA_HOME, "bin", "nvcc")`, `f"{home}/bin/nvcc"`). A mention in `echo`,
+    `os.path.join(CUDA_HOME, "bin", "nvcc")`, `f"{home}/bin/nvcc"`), also where the program
+    reaches the call through a variable (`NVCC=/usr/local/cuda/bin/nvcc` then `$NVCC -V`; in
+    a Dockerfile an `ARG` default or `ENV` value of the stage) or a loop over candidate paths
+    (`for smi in /usr/bin/nvidia-smi nvidia-smi; do "$smi" -L; done`). A mention in `echo`,
     a comment, a string that is printed, or a lookup (`command -v nvidia-smi`, `which nvcc`,
     `shutil.which`) is not reported.
 
@@ -116,6 +129,9 @@ class NvidiaToolCall(FileRule):
                 "    nvidia-smi\n", path="Dockerfile", count=2),
         Invalid("command -v nvidia-smi && nvidia-smi -L\nnvidia-smi || true\n",
                 path="run.sh", count=2),
+        Invalid("NVCC=/usr/local/cuda/bin/nvcc\n$NVCC --version\n"
+                "for smi in /usr/bin/nvidia-smi nvidia-smi; do \"$smi\" -L; done\n",
+                path="build.sh", count=2),
         Invalid("jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n"
                 "      - run: echo 'nvidia-smi shows the GPUs'\n      - run: |\n"
                 "          nvidia-smi\n          pytest\n", path=".github/workflows/ci.yml"),
@@ -123,13 +139,16 @@ class NvidiaToolCall(FileRule):
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
         from cudalint.formats import scripts
-        from cudalint.formats.shell import basename
+        from cudalint.formats.shell import basename, with_variables
 
-        for command in scripts.commands(source):
-            for word in tool_words(command):
-                row, column = command.position(word)
-                yield self.finding(source, row, column, message=_TOOLS[basename(word)],
-                                   guarded=command.guarded)
+        for commands, variables in scripts.scripts_of(source):
+            for command, known in with_variables(commands, variables):
+                for word, tool in tool_words(command, known):
+                    row, column = command.position(word)
+                    held = "" if basename(word.value) == tool \
+                        else f" (the value of `{word.value}`)"
+                    yield self.finding(source, row, column, message=_TOOLS[tool] + held,
+                                       guarded=command.guarded)
 
 
 class NvidiaToolSubprocess(PythonRule):
@@ -224,8 +243,8 @@ class NvidiaToolSubprocess(PythonRule):
         text = self._template(expr) if expr is not None else None
         if text is not None and expr is not None:
             for command in read_command_string(text):
-                for word in tool_words(command):
-                    return basename(word), expr
+                for _, tool in tool_words(command):
+                    return tool, expr
         return None
 
     def _programs(self, expr: cst.BaseExpression) -> list[str]:
