@@ -39,7 +39,18 @@ _GITLAB_SCRIPTS = ("script", "before_script", "after_script")
 
 def commands(source: SourceFile) -> tuple[Command, ...]:
     """Every command the file runs, in order."""
-    return tuple(command for found, _ in scripts_of(source) for command in found)
+    return _commands(source.kind, source.text) if _runs_commands(source) else ()
+
+
+def _runs_commands(source: SourceFile) -> bool:
+    return source.text is not None and (source.kind in SCRIPT_KINDS
+                                        or source.kind is FileKind.CI)
+
+
+@lru_cache(maxsize=16)
+def _commands(kind: FileKind, text: str) -> tuple[Command, ...]:
+    """Asked by each rule that reads commands: made once per file."""
+    return tuple(command for found, _ in _scripts(kind, text) for command in found)
 
 
 def scripts_of(source: SourceFile) -> tuple[Script, ...]:
@@ -47,10 +58,7 @@ def scripts_of(source: SourceFile) -> tuple[Script, ...]:
     (formats.shell.with_variables): a script or a Makefile is one, a Dockerfile's `RUN`,
     `CMD` and `ENTRYPOINT` one each, started with the `ARG` defaults and `ENV` values of
     their stage (formats.dockerfile.variables_at), a CI `run:` step one each."""
-    if source.text is None or (source.kind not in SCRIPT_KINDS
-                               and source.kind is not FileKind.CI):
-        return ()
-    return _scripts(source.kind, source.text)
+    return _scripts(source.kind, source.text) if _runs_commands(source) else ()
 
 
 @lru_cache(maxsize=16)

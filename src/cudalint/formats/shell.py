@@ -179,7 +179,8 @@ def with_variables(commands: Iterable[Command], variables: Mapping[str, str] | N
     """Each command of a script, in order, with the variables set when it runs: `variables`
     (set before the script: a Dockerfile's `ARG` and `ENV`), then what the commands before it
     set, `NAME=value` alone or `export NAME=value` (not `NAME=value cmd`, which sets it for
-    `cmd` only), each value read with those set before it."""
+    `cmd` only), each value read with those set before it. (One mapping, updated as the
+    script goes on: read it before asking for the next command.)"""
     known = dict(variables or {})
     for command in commands:
         yield command, known
