@@ -17,7 +17,7 @@ import posixpath
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 _SEPARATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")")
 _REDIRECT = re.compile(r"&>>|&>|<<<|<<-|<<|>>|<>|>&|<&|>\||<|>")
@@ -87,6 +87,28 @@ class Command:
     words: tuple[Word, ...]
     guarded: bool = False
     loops: tuple[Loop, ...] = ()  # the loops around it, outermost first
+
+    def expanded(self, variables: Mapping[str, str]) -> Command:
+        """The command as it runs with `variables` set: each word's `$NAME` read from them
+        (`expand`), a word they turn into several (`apt-get install -y $PKGS`) split into as
+        many, each at that word's place (`value_note` says what it was)."""
+        if not variables or not any("$" in word.value for word in self.words):
+            return self
+        words: list[Word] = []
+        for word in self.words:
+            value = expand(word.value, variables)
+            if value == word.value:
+                words.append(word)
+                continue
+            words.extend(Word(part, word.start, word.end) for part in value.split() or [""])
+        return replace(self, words=tuple(words))
+
+    def value_note(self, word: Word) -> str:
+        """` (the value of `$PKGS`)` for a word that holds what a variable gave it, as the
+        findings on such a word say (`expanded`, `with_variables`); else nothing."""
+        written = self.line.text[word.start:word.end].strip("\"'")
+        return f" (the value of `{written}`)" if "$" in written and written != word.value \
+            else ""
 
     def candidates(self, word: Word, variables: Mapping[str, str]) -> list[str]:
         """What `word` may hold when the command runs: its text with the `variables` set

@@ -177,3 +177,24 @@ def test_tools_through_a_dockerfile_arg_or_env(tmp_path):
                   "RUN $NVCC --version\n")  # another stage
     found = findings(tmp_path, dockerfile, name="Dockerfile", codes=["CUD501"])
     assert sorted((f.location.row, f.location.column) for f in found) == [(5, 5), (6, 23)]
+
+
+def test_installs_and_scheduling_through_a_variable(tmp_path):
+    """CUD504 and CUD503 read the same variables: a package list a variable holds names each
+    of its packages at the variable; a value the script cannot know is left alone."""
+    script = ("#!/bin/bash\n"
+              'PKGS="cuda-nvcc-12-1 git libcudnn8"\n'
+              "sudo apt-get install -y $PKGS\n"
+              "CUDA_MOD=cuda/12.1\n"
+              "module load $CUDA_MOD\n"
+              'GPUS="--gpus=2"\n'
+              "srun $GPUS python train.py\n"
+              "apt-get install -y $EXTRA_PACKAGES\n"  # set by the caller: unknown
+              "TOOLS=git\n"
+              "apt-get install -y $TOOLS\n")
+    found = findings(tmp_path, script, name="setup_cluster.sh", codes=["CUD503", "CUD504"])
+    assert sorted((f.code, f.location.row, f.location.column, f.message.split("`")[1])
+                  for f in found) == [
+        ("CUD503", 5, 13, "module load cuda/12.1"), ("CUD503", 7, 6, "--gpus=2"),
+        ("CUD504", 3, 25, "cuda-nvcc-12-1"), ("CUD504", 3, 25, "libcudnn8")]
+    assert all("(the value of `$" in f.message for f in found)

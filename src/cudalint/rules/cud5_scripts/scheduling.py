@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity
 from cudalint.formats import scripts
-from cudalint.formats.shell import Command, Word, basename, program
+from cudalint.formats.shell import Command, Word, basename, program, with_variables
 from cudalint.kinds import FileKind, SourceFile
 
 _DIRECTIVE = re.compile(r"^\s*#(SBATCH|PBS|BSUB|\$)\s+(.*)$")
@@ -35,7 +35,8 @@ class GpuScheduling(FileRule):
     `srun`/`sbatch`/`salloc`/`qsub`/`bsub` command lines; `docker run --gpus`; and
     `module load cuda` (also `cudnn`, `nccl`, `nvhpc`; `ml`, `spack load`). Commands are
     read in shell scripts, Makefile recipes, Dockerfile `RUN`, CI `run:`/`script:` steps and
-    notebooks.
+    notebooks, with the variables set before them (`CUDA_MOD=cuda/12.1` then `module load
+    $CUDA_MOD`).
 
     ## Why is this bad?
     The job assumes an NVIDIA GPU and a cluster's CUDA modules. Run on a Mac, the directives
@@ -82,8 +83,9 @@ class GpuScheduling(FileRule):
     def check(self, source: SourceFile) -> Iterator[Finding]:
         if source.kind is FileKind.SHELL:
             yield from self._directives(source)
-        for command in scripts.commands(source):
-            yield from self._command(source, command)
+        for commands, variables in scripts.scripts_of(source):
+            for command, known in with_variables(commands, variables):
+                yield from self._command(source, command.expanded(known))
 
     def _directives(self, source: SourceFile) -> Iterator[Finding]:
         for row, line in enumerate(source.lines, start=1):
@@ -122,8 +124,8 @@ class GpuScheduling(FileRule):
     def _at(self, source: SourceFile, command: Command, word: Word, message: str,
             severity: Severity | None = None) -> Finding:
         row, column = command.position(word)
-        return self.finding(source, row, column, message=message, severity=severity,
-                            guarded=command.guarded)
+        return self.finding(source, row, column, message=message + command.value_note(word),
+                            severity=severity, guarded=command.guarded)
 
 
 def _gpu_words(words: tuple[Word, ...]) -> Iterator[Word]:

@@ -10,7 +10,7 @@ from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding
 from cudalint.formats import scripts
 from cudalint.formats.installers import conda_install, pip_install
-from cudalint.formats.shell import Command, Word, basename, program
+from cudalint.formats.shell import Command, Word, basename, program, with_variables
 from cudalint.kinds import SourceFile
 
 _PACKAGE_MANAGERS = frozenset({"apt-get", "apt", "aptitude", "yum", "dnf", "microdnf",
@@ -111,7 +111,9 @@ class CudaToolkitInstall(FileRule):
     package and NVIDIA's repositories; CUDA and driver `.run` installers
     (`sh cuda_12.1.0_..._linux.run`). Read in shell scripts, Makefile recipes, Dockerfile
     `RUN`, CI steps (each `run:` of a GitHub workflow or composite action, GitLab
-    `script:` lines, at the row inside the block) and notebooks (`!apt-get install ...`).
+    `script:` lines, at the row inside the block) and notebooks (`!apt-get install ...`),
+    also where a variable set before holds the packages (`PKGS="cuda-nvcc-12-1 libcudnn8"`
+    then `apt-get install -y $PKGS`; a Dockerfile's `ARG` and `ENV` values).
     The conda and pip packages are also pins (CUD401, CUD402), in environment and
     requirements files too.
 
@@ -179,10 +181,13 @@ class CudaToolkitInstall(FileRule):
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
-        for command in scripts.commands(source):
-            for word in install_words(command):
-                row, column = command.position(word)
-                yield self.finding(source, row, column, guarded=command.guarded,
-                                   message=f"installs `{word.value}`: there is no CUDA "
-                                   "toolkit or NVIDIA driver for macOS; install it on the "
-                                   "Linux GPU machines only")
+        for commands, variables in scripts.scripts_of(source):
+            for command, known in with_variables(commands, variables):
+                command = command.expanded(known)
+                for word in install_words(command):
+                    row, column = command.position(word)
+                    yield self.finding(source, row, column, guarded=command.guarded,
+                                       message=f"installs `{word.value}`"
+                                       f"{command.value_note(word)}: there is no CUDA "
+                                       "toolkit or NVIDIA driver for macOS; install it on the "
+                                       "Linux GPU machines only")
