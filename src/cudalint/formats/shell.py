@@ -104,11 +104,9 @@ class Command:
         return replace(self, words=tuple(words))
 
     def value_note(self, word: Word) -> str:
-        """` (the value of `$PKGS`)` for a word that holds what a variable gave it, as the
-        findings on such a word say (`expanded`, `with_variables`); else nothing."""
-        written = self.line.text[word.start:word.end].strip("\"'")
-        return f" (the value of `{written}`)" if "$" in written and written != word.value \
-            else ""
+        """`value_note` of a word of an `expanded` command: what the line says there, and
+        what the variables made of it."""
+        return value_note(self.line.text[word.start:word.end].strip("\"'"), word.value)
 
     def candidates(self, word: Word, variables: Mapping[str, str]) -> list[str]:
         """What `word` may hold when the command runs: its text with the `variables` set
@@ -194,6 +192,12 @@ def expand(text: str, variables: Mapping[str, str]) -> str:
     if "$" not in text or not variables:
         return text
     return _EXPANSION.sub(lambda m: variables.get(m.group(1) or m.group(2)) or m.group(0), text)
+
+
+def value_note(written: str, value: str) -> str:
+    """What a finding on `value` adds where a variable gave it (`written`, what the script
+    says there, names one and differs): ` (the value of `$PKGS`)`; else nothing."""
+    return f" (the value of `{written}`)" if "$" in written and written != value else ""
 
 
 def with_variables(commands: Iterable[Command], variables: Mapping[str, str] | None = None,

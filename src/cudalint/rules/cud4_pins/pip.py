@@ -12,7 +12,15 @@ from cudalint.finding import Finding, Severity, error_finding
 from cudalint.formats import FormatError, dockerfile, scripts
 from cudalint.formats.installers import pip_install
 from cudalint.formats.requirements import Line, read_lines
-from cudalint.formats.shell import Command, Word, assigned, expand, program, with_variables
+from cudalint.formats.shell import (
+    Command,
+    Word,
+    assigned,
+    expand,
+    program,
+    value_note,
+    with_variables,
+)
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.cud4_pins import project_files
 from cudalint.rules.cud4_pins.cuda_pins import (
@@ -100,9 +108,8 @@ def _index_variable(name: str, value: str, variables: Mapping[str, str]) -> Iter
 
 def _valued(problem: Problem, text: str, variables: Mapping[str, str]) -> Problem:
     """`problem`, found in the value of `text`: its message says so where that differs."""
-    if expand(text, variables) == text:
-        return problem
-    return replace(problem, message=f"{problem.message} (the value of `{text}`)")
+    note = value_note(text, expand(text, variables))
+    return replace(problem, message=problem.message + note) if note else problem
 
 
 class PipCudaPin(FileRule):

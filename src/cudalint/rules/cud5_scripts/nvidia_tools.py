@@ -47,22 +47,23 @@ _PROBE = re.compile(r"nvidia|nvcc|cuda", re.IGNORECASE)
 def tool_words(command: Command, variables: Mapping[str, str] | None = None,
                ) -> Iterator[tuple[Word, str]]:
     """`nvidia-smi`/`nvcc` run by a command, directly or through `watch`, `srun`, ..., with
-    the tool's name: also where a variable set before (`variables`) holds the program
-    (`NVCC=/usr/local/cuda/bin/nvcc` then `$NVCC --version`), or a loop over candidate
-    paths gives it (`for smi in /usr/bin/nvidia-smi nvidia-smi; do "$smi" -L; done`)."""
+    the program it runs (its basename is the tool): also where a variable set before
+    (`variables`) holds it (`NVCC=/usr/local/cuda/bin/nvcc` then `$NVCC --version`), or a
+    loop over candidate paths gives it (`for smi in /usr/bin/nvidia-smi nvidia-smi; do
+    "$smi" -L; done`)."""
     from cudalint.formats.shell import basename, program  # the shell parser: only for commands
 
     def run(word: Word, names: Iterable[str]) -> str | None:
-        return next((name for value in command.candidates(word, variables or {})
-                     if (name := basename(value)) in names), None)
+        return next((value for value in command.candidates(word, variables or {})
+                     if basename(value) in names), None)
 
     argv = program(command)
     if not argv:
         return
-    if (tool := run(argv[0], _TOOLS)) is not None:
-        yield argv[0], tool
+    if (found := run(argv[0], _TOOLS)) is not None:
+        yield argv[0], found
     elif run(argv[0], _RUNNERS) is not None:
-        yield from ((word, tool) for word in argv[1:] if (tool := run(word, _TOOLS)))
+        yield from ((word, found) for word in argv[1:] if (found := run(word, _TOOLS)))
 
 
 class NvidiaToolCall(FileRule):
@@ -139,15 +140,14 @@ class NvidiaToolCall(FileRule):
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
         from cudalint.formats import scripts
-        from cudalint.formats.shell import basename, with_variables
+        from cudalint.formats.shell import basename, value_note, with_variables
 
         for commands, variables in scripts.scripts_of(source):
             for command, known in with_variables(commands, variables):
-                for word, tool in tool_words(command, known):
+                for word, program in tool_words(command, known):
                     row, column = command.position(word)
-                    held = "" if basename(word.value) == tool \
-                        else f" (the value of `{word.value}`)"
-                    yield self.finding(source, row, column, message=_TOOLS[tool] + held,
+                    message = _TOOLS[basename(program)] + value_note(word.value, program)
+                    yield self.finding(source, row, column, message=message,
                                        guarded=command.guarded)
 
 
@@ -243,8 +243,8 @@ class NvidiaToolSubprocess(PythonRule):
         text = self._template(expr) if expr is not None else None
         if text is not None and expr is not None:
             for command in read_command_string(text):
-                for _, tool in tool_words(command):
-                    return tool, expr
+                for _, program in tool_words(command):
+                    return basename(program), expr
         return None
 
     def _programs(self, expr: cst.BaseExpression) -> list[str]:
