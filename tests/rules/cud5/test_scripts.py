@@ -180,8 +180,9 @@ def test_tools_through_a_dockerfile_arg_or_env(tmp_path):
 
 
 def test_installs_and_scheduling_through_a_variable(tmp_path):
-    """CUD504 and CUD503 read the same variables: a package list a variable holds names each
-    of its packages at the variable; a value the script cannot know is left alone."""
+    """CUD504 and CUD503 read the same variables: a package list a variable holds is one
+    finding at the variable, naming its CUDA packages; a value the script cannot know is
+    left alone."""
     script = ("#!/bin/bash\n"
               'PKGS="cuda-nvcc-12-1 git libcudnn8"\n'
               "sudo apt-get install -y $PKGS\n"
@@ -196,5 +197,8 @@ def test_installs_and_scheduling_through_a_variable(tmp_path):
     assert sorted((f.code, f.location.row, f.location.column, f.message.split("`")[1])
                   for f in found) == [
         ("CUD503", 5, 13, "module load cuda/12.1"), ("CUD503", 7, 6, "--gpus=2"),
-        ("CUD504", 3, 25, "cuda-nvcc-12-1"), ("CUD504", 3, 25, "libcudnn8")]
+        ("CUD504", 3, 25, "cuda-nvcc-12-1")]
     assert all("(the value of `$" in f.message for f in found)
+    install = next(f for f in found if f.code == "CUD504")
+    assert install.message.startswith("installs `cuda-nvcc-12-1`, `libcudnn8` (the value of "
+                                      "`$PKGS`): ")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 
@@ -184,10 +185,15 @@ class CudaToolkitInstall(FileRule):
         for commands, variables in scripts.scripts_of(source):
             for command, known in with_variables(commands, variables):
                 command = command.expanded(known)
-                for word in install_words(command):
-                    row, column = command.position(word)
+                # One finding per word of the script: a variable holding several packages
+                # (`apt-get install -y $CUDA_PACKAGES`) names them all.
+                for _, group in itertools.groupby(install_words(command),
+                                                  key=lambda word: word.start):
+                    words = list(group)
+                    names = ", ".join(f"`{word.value}`" for word in words)
+                    row, column = command.position(words[0])
                     yield self.finding(source, row, column, guarded=command.guarded,
-                                       message=f"installs `{word.value}`"
-                                       f"{command.value_note(word)}: there is no CUDA "
+                                       message=f"installs {names}"
+                                       f"{command.value_note(words[0])}: there is no CUDA "
                                        "toolkit or NVIDIA driver for macOS; install it on the "
                                        "Linux GPU machines only")
