@@ -118,17 +118,18 @@ def by_content(path: Path) -> FileKind | None:
     return FileKind.CONDA if is_conda_environment(head) else None
 
 
+def kind_of(path: Path) -> FileKind | None:
+    """The kind of a file a check reads: from its name (`classify`), else from what it holds
+    (`by_content`)."""
+    return classify(path) or by_content(path)
+
+
 def conda_environments(folder: Path) -> list[Path]:
     """The conda environment files directly in `folder`, sorted, as a check sees them: by name
     (`environment*.yml`, `conda*.yaml`), else by content (`env.yml`, `<project>_env.yaml`).
     What CUD401 reads at a project's root is what its torch floor and its report read."""
-    found = []
-    for pattern in ("*.yml", "*.yaml"):
-        for path in folder.glob(pattern):
-            kind = classify(path)
-            if kind is FileKind.CONDA or (kind is None and by_content(path) is FileKind.CONDA):
-                found.append(path)
-    return sorted(found)
+    return sorted(path for pattern in ("*.yml", "*.yaml") for path in folder.glob(pattern)
+                  if kind_of(path) is FileKind.CONDA)
 
 
 def is_conda_environment(head: bytes) -> bool:

@@ -32,7 +32,7 @@ from cudalint.engine.running.project_facts import ProjectFacts
 from cudalint.engine.running.runner import RunOptions, check_file, rules_for, selected_rules
 from cudalint.engine.walk.context import Settings
 from cudalint.finding import Finding
-from cudalint.kinds import FileKind, by_content, classify
+from cudalint.kinds import FileKind, classify, kind_of
 from cudalint.lsp.incremental import UnitCache
 
 # Notebook findings are placed by cell; a notebook's JSON text has no place for them.
@@ -166,7 +166,7 @@ def outside_any_project(folder: Path) -> bool:
 
 def document_kind(path: Path, language_id: str | None) -> FileKind | None:
     """The kind of an open document: from its name, else Python when the editor says so."""
-    kind = classify(path) or by_content(path)
+    kind = kind_of(path)
     if kind is None and language_id == "python":
         return FileKind.PYTHON
     return kind

@@ -30,7 +30,7 @@ from pathlib import Path
 from cudalint.config import Config, ConfigError, project_root
 from cudalint.engine.reading.reader import read_text
 from cudalint.files import ReadError, read_head
-from cudalint.kinds import FileKind, by_content, classify
+from cudalint.kinds import FileKind, by_content, classify, kind_of
 
 
 class PathError(Exception):
@@ -73,7 +73,7 @@ def discover(
             continue
         if path.is_dir():
             for file in _walk(path.resolve(), root, config, exclude, errors):
-                kind = classify(file) or by_content(file)
+                kind = kind_of(file)
                 if kind is not None and kind.value not in excluded_kinds:
                     found[file] = kind
             continue
