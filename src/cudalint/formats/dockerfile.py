@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -126,6 +126,14 @@ def script_of(instruction: Instruction) -> tuple[Command, ...]:
     for body in instruction.heredocs:
         commands += read_script((segment,) for segment in body)
     return tuple(commands)
+
+
+@lru_cache(maxsize=8)
+def with_variables(text: str) -> tuple[tuple[Instruction, Mapping[str, str]], ...]:
+    """Each instruction of the file with the variables it sees (`variables_at`): read once
+    per file for every rule that asks (CUD402's `ENV`, CUD403's `FROM`, the scripts)."""
+    instructions = parse(text)
+    return tuple(zip(instructions, variables_at(instructions), strict=True))
 
 
 def variables_at(instructions: Sequence[Instruction]) -> list[dict[str, str]]:

@@ -66,9 +66,8 @@ def _scripts(kind: FileKind, text: str) -> tuple[Script, ...]:
     if kind is FileKind.CI:
         return _ci_scripts_of(text)
     if kind is FileKind.DOCKERFILE:
-        instructions = dockerfile.parse(text)
         return tuple((found, variables) for instruction, variables
-                     in zip(instructions, dockerfile.variables_at(instructions), strict=True)
+                     in dockerfile.with_variables(text)
                      if (found := dockerfile.script_of(instruction)))
     if kind is FileKind.MAKEFILE:
         parsed = makefile.parse(text)

@@ -122,9 +122,7 @@ class CudaContainer(FileRule):
                                    guarded=command.guarded)
 
     def _from_lines(self, source: SourceFile) -> Iterator[Finding]:
-        instructions = dockerfile.parse(source.text or "")
-        for instruction, arguments in zip(instructions, dockerfile.variables_at(instructions),
-                                          strict=True):
+        for instruction, arguments in dockerfile.with_variables(source.text or ""):
             if instruction.keyword != "FROM":
                 continue
             words = [(w, where) for w, where in instruction.words()

@@ -282,9 +282,7 @@ class PipCudaPin(FileRule):
     def _docker_env(self, source: SourceFile) -> Iterator[Finding]:
         """pip's index variables set by `ENV`, read with the `ARG` defaults and `ENV` values
         set before (`ENV PIP_FIND_LINKS=${TORCH_WHEELS}`)."""
-        instructions = dockerfile.parse(source.text or "")
-        for instruction, variables in zip(instructions, dockerfile.variables_at(instructions),
-                                          strict=True):
+        for instruction, variables in dockerfile.with_variables(source.text or ""):
             if instruction.keyword == "ENV":
                 for name, value, where in instruction.env_pairs():
                     for problem in _index_variable(name, value, variables):
