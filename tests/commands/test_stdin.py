@@ -146,6 +146,36 @@ def test_fix_imports_cudalint_only_where_the_configuration_asks(tmp_path, cudali
         "import torch\nfrom cudalint.device import pick_device, synchronize\n")
 
 
+def test_fix_imports_the_helper_a_check_wrote_where_it_defines_what_the_fixes_need(tmp_path,
+                                                                                cudalint):
+    """RULES.md: stdin gives what `cudalint check --fix` gives. After a `check --fix` wrote
+    `pkg/_device.py` for one module, the buffer of another module is fixed alike, byte for
+    byte; a buffer needing a function that helper lacks carries its functions inline (only
+    `check --fix` may extend the helper's file)."""
+    project = tmp_path / "thèse" / "lab"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "lab"\n')
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "model.py").write_text("import torch\n\nnet = Net().cuda()\n")
+    assert cudalint(project, "check", "--fix", "--no-cache", ".", stdin=b"").returncode == 0
+    helper = (project / "pkg" / "_device.py").read_text()
+    other = "import torch\n\n\ndef place(x):\n    return x.cuda()\n"
+    done = cudalint(project, "check", "--fix", "--stdin-filename", "pkg/other.py", "-",
+                    stdin=other.encode())
+    (project / "pkg" / "other.py").write_text(other)
+    assert cudalint(project, "check", "--fix", "--no-cache", "pkg/other.py",
+                    stdin=b"").returncode == 0
+    assert done.stdout.decode() == (project / "pkg" / "other.py").read_text()
+    assert "from pkg._device import pick_device\n" in done.stdout.decode()
+    assert (project / "pkg" / "_device.py").read_text() == helper  # it had what was needed
+
+    done = cudalint(project, "check", "--fix", "--stdin-filename", "pkg/bench.py", "-",
+                    stdin=b"import torch\n\ntorch.cuda.synchronize()\n")
+    fixed = done.stdout.decode()
+    assert inline_block(["synchronize"]) in fixed and "_device import" not in fixed
+    compile(fixed, "pkg/bench.py", "exec")
+
+
 @pytest.mark.parametrize(
     ("name", "text", "code"),
     [

@@ -1,7 +1,7 @@
 """Fix-all in a package the CLI has not fixed yet: the workspace edit creates (or extends) the
 device helper beside the fixed module, as `cudalint check --fix` writes it, and the result
-imports where cudalint cannot be imported. A client without file creation gets the helper
-inline instead."""
+imports where cudalint cannot be imported. A client without file creation imports the helper
+where it defines what the fixes need, and gets it inline otherwise."""
 
 from __future__ import annotations
 
@@ -105,6 +105,28 @@ def test_a_client_that_cannot_create_files_gets_the_helper_inline(project: Path)
     fixed = apply_edits(MODEL, edits[model.as_uri()])
     assert INLINE_BEGIN in fixed and "import pick_device" not in fixed
     assert not (project / "pkg" / "_device.py").exists()
+
+
+def test_a_client_that_cannot_create_files_imports_a_helper_defining_what_it_needs(
+        project: Path, warm_python: WarmPython) -> None:
+    """The helper an earlier `cudalint check --fix` wrote for another module holds
+    `pick_device` only: a fix needing it imports it, as that command would; one needing
+    `synchronize`, which the editor cannot add there, carries it inline."""
+    helper = project / "pkg" / "_device.py"
+    helper.write_text(helper_module_text(["pick_device"]))
+    model, bench = project / "pkg" / "model.py", project / "pkg" / "bench.py"
+    edits = _fix_all(project, model, {})["edit"]["changes"]
+    assert list(edits) == [model.as_uri()]
+    model.write_text(apply_edits(MODEL, edits[model.as_uri()]))
+    assert "from pkg._device import pick_device\n" in model.read_text()
+    assert INLINE_BEGIN not in model.read_text()
+    edits = _fix_all(project, bench, {})["edit"]["changes"]
+    bench.write_text(apply_edits(BENCH, edits[bench.as_uri()]))
+    assert INLINE_BEGIN in bench.read_text() and "_device import" not in bench.read_text()
+    assert helper.read_text() == helper_module_text(["pick_device"])  # left as it was
+    for module in ("pkg.model", "pkg.bench"):
+        done = _imports(warm_python, project, module)
+        assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("folder", ["Mes projets", "thèse", "run+1"])

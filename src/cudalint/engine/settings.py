@@ -28,10 +28,10 @@ def is_helper_copy(data: bytes) -> bool:
 class Settings(Record):
     """The parts of the configuration a rule may read (a mutable record)."""
 
-    __slots__ = ("extension_modules", "first_party", "helper_file", "helper_module",
-                 "own_cuda_method", "target_torch", "torch_stated")
+    __slots__ = ("extension_modules", "first_party", "helper_defines", "helper_file",
+                 "helper_module", "own_cuda_method", "target_torch", "torch_stated")
     FIELDS = ("helper_module", "target_torch", "first_party", "extension_modules",
-              "own_cuda_method", "helper_file", "torch_stated")
+              "own_cuda_method", "helper_file", "torch_stated", "helper_defines")
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(
@@ -43,6 +43,7 @@ class Settings(Record):
         own_cuda_method: bool = False,
         helper_file: Path | None = None,
         torch_stated: bool = True,
+        helper_defines: frozenset[str] | None = None,
     ) -> None:
         self.helper_module = helper_module
         self.target_torch = target_torch
@@ -57,6 +58,10 @@ class Settings(Record):
         # Whether the project (or `target-torch`) states `target_torch`; False: assumed
         # (DEFAULT_TARGET_TORCH), and a fix that needs a given torch is unsafe.
         self.torch_stated = torch_stated
+        # What the helper's existing file defines where the run may not add to it (the
+        # editor, standard input): fixes needing a function it lacks carry their functions
+        # inline (engine.fixes.fixer). None: the run writes what the helper lacks.
+        self.helper_defines = helper_defines
 
 
 class SetupFacts(Record):

@@ -288,7 +288,7 @@ def fix_text(path: Path, text: str, found: Project, *,
     nothing changes or the fixed code would not parse. With `create_helper` (a client that
     creates files in a workspace edit) the fixes import the project's helper where
     `cudalint check --fix` would, and the outcome says how that file must change; otherwise
-    they use it only where it is complete, else carry it inline."""
+    they import it where it defines what they call, else carry it inline."""
     job = _python_job(path, encode(text), found, existing_only=not create_helper)
     data = job.data
     try:

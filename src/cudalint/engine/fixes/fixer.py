@@ -14,6 +14,7 @@ from cudalint.engine.first_pass.sparse import text_lines
 from cudalint.engine.fixes import imports, local_imports
 from cudalint.engine.fixes.imports import Layout, Needs
 from cudalint.engine.report import NodeFix
+from cudalint.engine.settings import INLINE_MODULE
 from cudalint.engine.walk import visiting
 from cudalint.finding import Edit, Position
 
@@ -87,17 +88,28 @@ def apply_fixes(module: cst.Module, fixes: Sequence[NodeFix], settings: Settings
     replaced = module.visit(replace)
     if remove_unused and local_imports.may_empty(replace.functions):
         replaced = local_imports.without_emptied_imports(module, replaced)
-    wanted = imports.missing(replaced, needs_of(fixes), settings.helper_module)
+    wanted, helper_module = helper_imports(replaced, needs_of(fixes), settings)
     layout = Layout(replaced)
     edits: list[imports.LineEdit] = []
     if remove_unused:
         unused = imports.unused_after(module, replaced, wanted, (f.target for f in fixes))
         edits += imports.removal_edits(layout, unused)
     if add_imports:
-        edits += imports.add_edits(layout, wanted, settings.helper_module)
+        edits += imports.add_edits(layout, wanted, helper_module)
         wanted = Needs()
     code = imports.apply(replaced.code, edits) if edits else replaced.code
     return FixedSource(code, module.encoding, wanted)
+
+
+def helper_imports(module: cst.Module, needs: Needs, settings: Settings) -> tuple[Needs, str]:
+    """What `module` does not import yet of `needs`, and the module to import it from: the
+    settings' helper, or none (the functions carried inline) where the helper's file may not
+    be extended and lacks one of them (`Settings.helper_defines`: the editor, stdin)."""
+    wanted = imports.missing(module, needs, settings.helper_module)
+    defines = settings.helper_defines
+    if defines is None or wanted.helpers <= defines:
+        return wanted, settings.helper_module
+    return imports.missing(module, wanted, INLINE_MODULE), INLINE_MODULE
 
 
 def _holding(root: cst.CSTNode, targets: Iterable[cst.CSTNode]) -> frozenset[int]:
@@ -167,8 +179,8 @@ class EditPlanner:
 
     def _additions(self, needs: Needs) -> tuple[Edit, ...]:
         if needs not in self._added:
-            wanted = imports.missing(self.module, needs, self.settings.helper_module)
-            line_edits = imports.add_edits(self.layout, wanted, self.settings.helper_module)
+            wanted, helper_module = helper_imports(self.module, needs, self.settings)
+            line_edits = imports.add_edits(self.layout, wanted, helper_module)
             self._added[needs] = tuple(e.as_edit() for e in line_edits)
         return self._added[needs]
 

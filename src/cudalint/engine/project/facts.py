@@ -351,28 +351,33 @@ def file_settings(settings: Settings, config: Config, path: Path, kind: FileKind
     if depends_on_cudalint(root) if depends is None else depends:
         return settings
     place = helper_place(path, kind, root, fixing=fixing)
-    if existing_only and place.path is not None and not _complete_helper(place.path):
-        place = INLINE  # the editor and stdin write one file: the fix carries the helper
+    if existing_only and place.path is not None:  # the editor and stdin write one file
+        defined = _helper_names(place.path)
+        if defined is None:  # no helper yet: the fixes carry it
+            place = INLINE
+        else:
+            return settings.replace(helper_module=place.module, helper_file=place.path,
+                                    helper_defines=defined)
     return settings.replace(helper_module=place.module, helper_file=place.path)
 
 
-def _complete_helper(path: Path) -> bool:
-    """Whether the helper at `path` defines every helper name a fix may import (a helper
-    written for some fixes may lack what another needs: the editor cannot extend it). One
-    stat per call; the file is read once per version (the editor asks on every edit)."""
+def _helper_names(path: Path) -> frozenset[str] | None:
+    """The names the helper at `path` defines (a helper written for some fixes may lack what
+    another needs, which the editor cannot add); None where there is no such file. One stat
+    per call; the file is read once per version (the editor asks on every edit)."""
     try:
         info = path.stat()
     except OSError:
-        return False
-    return _complete_version(path, info.st_mtime_ns, info.st_size)
+        return None
+    return _helper_version_names(path, info.st_mtime_ns, info.st_size)
 
 
 @lru_cache(maxsize=64)
-def _complete_version(path: Path, _mtime_ns: int, _size: int) -> bool:
-    from cudalint.runtime.helper import known_helpers, module_names
+def _helper_version_names(path: Path, _mtime_ns: int, _size: int) -> frozenset[str] | None:
+    from cudalint.runtime.helper import module_names
 
     text = read_text(path)
-    return text is not None and module_names(text) >= known_helpers()
+    return None if text is None else module_names(text)
 
 
 @lru_cache(maxsize=8)
