@@ -22,19 +22,12 @@ from cudalint.kinds import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
-
-    from yaml.nodes import Node
+    from collections.abc import Mapping
 
     # A shell the file runs: its commands, and the variables set before it starts.
     Script = tuple[tuple[Command, ...], Mapping[str, str]]
 
 __all__ = ["SCRIPT_KINDS", "SCRIPT_RULE_KINDS", "SHELL_RULE_KINDS", "commands", "scripts_of"]
-
-# Top-level keys of a .gitlab-ci.yml that are no job.
-_GITLAB_RESERVED = frozenset({"stages", "variables", "default", "include", "workflow",
-                              "image", "services", "before_script", "after_script", "cache"})
-_GITLAB_SCRIPTS = ("script", "before_script", "after_script")
 
 
 def commands(source: SourceFile) -> tuple[Command, ...]:
@@ -57,7 +50,8 @@ def scripts_of(source: SourceFile) -> tuple[Script, ...]:
     """Each shell the file runs, for the rules that follow what a variable holds
     (formats.shell.with_variables): a script or a Makefile is one, a Dockerfile's `RUN`,
     `CMD` and `ENTRYPOINT` one each, started with the `ARG` defaults and `ENV` values of
-    their stage (formats.dockerfile.variables_at), a CI `run:` step one each."""
+    their stage (formats.dockerfile.variables_at), a CI `run:` step (a GitLab script line) one
+    each, started with the variables of its step (formats.ci)."""
     return _scripts(source.kind, source.text) if _runs_commands(source) else ()
 
 
@@ -79,33 +73,11 @@ def _scripts(kind: FileKind, text: str) -> tuple[Script, ...]:
 
 def _ci_scripts_of(text: str) -> tuple[Script, ...]:
     """Each `run:` step (and GitLab script line) read as a script of its own, at the rows of
-    the file; an unreadable file has none (CUD404 reports it)."""
-    from cudalint.formats import yaml_lines  # PyYAML: only for CI files
+    the file, started with the variables its step sees (formats.ci: GitHub `env:` values,
+    GitLab `variables:`)."""
+    from cudalint.formats import ci, yaml_lines  # PyYAML: only for CI files
 
-    parsed = yaml_lines.documents(text)
-    if not isinstance(parsed, tuple):
-        return ()
     lines = text.splitlines()
-    return tuple((tuple(read_script(lines_of(yaml_lines.script_segments(node, lines)))), {})
-                 for node in _ci_scripts(parsed))
-
-
-def _ci_scripts(documents: tuple[Node, ...]) -> Iterator[Node]:
-    from cudalint.formats import yaml_lines
-
-    get, items, entries = yaml_lines.get, yaml_lines.items, yaml_lines.entries
-    for document in documents:
-        jobs, runs = get(document, "jobs"), get(document, "runs")
-        if jobs is None and runs is None:  # GitLab: every other top-level key is a job
-            for key, job in items(document):
-                if yaml_lines.scalar(key) in _GITLAB_RESERVED or str(key.value).startswith("."):
-                    continue
-                for script_key in _GITLAB_SCRIPTS:
-                    yield from entries(get(job, script_key))
-            continue
-        steps = [step for _, job in items(jobs) for step in entries(get(job, "steps"))]
-        steps += entries(get(runs, "steps"))  # a composite action
-        for step in steps:
-            run = get(step, "run")
-            if run is not None:
-                yield run
+    return tuple((tuple(read_script(lines_of(yaml_lines.script_segments(node, lines)))),
+                  step.values())
+                 for step in ci.steps_of(text) for node in step.scripts)

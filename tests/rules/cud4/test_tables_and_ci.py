@@ -136,6 +136,123 @@ def test_a_cuda_index_kept_in_a_variable_of_a_ci_run_block(tmp_path):
     assert "cu129" in found[0].message
 
 
+
+# CI variables: the step's `env:` over the job's over the workflow's. A value every step that
+# would see it sets otherwise is not reported (row 4: both jobs set their own; row 19: both
+# steps do), nor a CPU index; `$CUDA_TAG` pieces an index together from the workflow's value
+# (row 24), not from the cpu job's own (row 15).
+PRECEDENCE_WORKFLOW = """\
+name: tests
+on: [push, pull_request]
+env:
+  TORCH_INDEX: https://download.pytorch.org/whl/cu121
+  CUDA_TAG: cu118
+jobs:
+  cpu:
+    runs-on: ubuntu-latest
+    env:
+      TORCH_INDEX: https://download.pytorch.org/whl/cpu
+      CUDA_TAG: cpu
+    steps:
+      - uses: actions/checkout@v4
+      - run: pip install torch --index-url $TORCH_INDEX
+      - run: pip install torchvision --index-url https://download.pytorch.org/whl/$CUDA_TAG
+  wheels:
+    runs-on: ubuntu-latest
+    env:
+      TORCH_INDEX: https://download.pytorch.org/whl/cu124
+    steps:
+      - run: pip download torch --index-url $TORCH_INDEX -d wheels/
+        env:
+          TORCH_INDEX: https://download.pytorch.org/whl/cu126
+      - run: pip download torchaudio -d wheels/ --index-url https://download.pytorch.org/whl/$CUDA_TAG
+        env:
+          TORCH_INDEX: https://download.pytorch.org/whl/cpu
+"""
+
+
+def test_github_env_values_at_their_three_levels(tmp_path):
+    found = findings(tmp_path, PRECEDENCE_WORKFLOW, name=".github/workflows/tests.yml",
+                     codes=["CUD404"])
+    assert codes_at(found) == [("CUD404", 23, 24), ("CUD404", 24, 61)]
+    messages = {f.location.row: f.message for f in found}
+    assert messages[23].startswith("sets the CUDA wheel index `https://download.pytorch.org/"
+                                   "whl/cu126`")
+    assert "whl/cu118" in messages[24] and "$CUDA_TAG" in messages[24]
+
+
+# GitLab variables: global ones (also `{value: ..., description: ...}`), a job's over them,
+# and only those its `inherit: variables:` keeps. Reported where the index is set (row 29),
+# like a GitHub `env:` value, not again where `${WHEEL_INDEX}` uses it; not the global
+# TORCH_INDEX (every job sets its own or inherits none of it), not `$WHEEL_INDEX` in docs
+# (another job's variable), not `$CUDA_TAG` in lint (inherits none) or docs (its own: cpu).
+GITLAB_VARIABLES = """\
+stages: [test, build]
+variables:
+  PIP_CACHE_DIR: "$CI_PROJECT_DIR/.cache/pip"
+  TORCH_INDEX:
+    value: "https://download.pytorch.org/whl/cu121"
+    description: "where pip finds torch"
+  CUDA_TAG: cu118
+test:cpu:
+  stage: test
+  image: python:3.11
+  variables:
+    TORCH_INDEX: "https://download.pytorch.org/whl/cpu"
+  before_script:
+    - pip install torch --index-url $TORCH_INDEX
+  script:
+    - pytest -q
+lint:
+  stage: test
+  inherit:
+    variables: false
+  script:
+    - pip install torchvision --index-url https://download.pytorch.org/whl/$CUDA_TAG
+    - ruff check .
+build:wheels:
+  stage: build
+  inherit:
+    variables: [CUDA_TAG]
+  variables:
+    WHEEL_INDEX: "https://download.pytorch.org/whl/cu124"
+  script:
+    - pip download torch --extra-index-url ${WHEEL_INDEX} -d wheels/
+    - pip download torchaudio --index-url https://download.pytorch.org/whl/$CUDA_TAG -d wheels/
+docs:
+  stage: build
+  variables:
+    TORCH_INDEX: https://download.pytorch.org/whl/cpu
+    CUDA_TAG: cpu
+  script:
+    - pip install torch --index-url https://download.pytorch.org/whl/$CUDA_TAG
+    - pip install torch --index-url $TORCH_INDEX --extra-index-url ${WHEEL_INDEX}
+"""
+
+
+def test_gitlab_variables_global_and_of_a_job(tmp_path):
+    found = findings(tmp_path, GITLAB_VARIABLES, name=".gitlab-ci.yml", codes=["CUD404"])
+    assert codes_at(found) == [("CUD404", 29, 19), ("CUD404", 32, 43)]
+    messages = {f.location.row: f.message for f in found}
+    assert "whl/cu124" in messages[29] and "whl/cu118" in messages[32]
+
+
+def test_a_global_gitlab_variable_a_job_sees(tmp_path):
+    # the mapping form, reported at its value; the same finding as the GitHub `env:` one
+    gitlab = ("variables:\n  TORCH_INDEX:\n"
+              "    value: https://download.pytorch.org/whl/cu121\n"
+              "    description: the wheel index\n"
+              "test:\n  image: python:3.11\n  script:\n"
+              "    - pip install torch --index-url $TORCH_INDEX\n")
+    github = ("on: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    env:\n"
+              "      TORCH_INDEX: https://download.pytorch.org/whl/cu121\n    steps:\n"
+              "      - run: pip install torch --index-url $TORCH_INDEX\n")
+    from_gitlab = findings(tmp_path, gitlab, name=".gitlab-ci.yml", codes=["CUD404"])
+    from_github = findings(tmp_path, github, name=".github/workflows/ci.yml", codes=["CUD404"])
+    assert codes_at(from_gitlab) == [("CUD404", 3, 12)]
+    assert [f.message for f in from_gitlab] == [f.message for f in from_github]
+
+
 # A multi-stage Dockerfile whose indexes come from ARG defaults and ENV values: each RUN is a
 # shell of its own that sees what the build set before it, in its stage.
 DOCKERFILE_VARIABLES = """\

@@ -67,3 +67,50 @@ def test_a_broken_workflow_has_no_commands(tmp_path):
     found = findings(tmp_path, "jobs: [\n", name=".github/workflows/ci.yml",
                      codes=["CUD501", "CUD504"])
     assert [f.code for f in found] == []
+
+
+def test_a_step_starts_with_its_ci_variables(tmp_path):
+    # GitHub `env:` (the step's over the job's over the workflow's) and GitLab `variables:`
+    # (a job's over the global ones) are set when the commands run: a tool or package they
+    # hold is found where `$NAME` uses it, not where another job, or a nearer level, sets it.
+    workflow = """\
+on: push
+env:
+  SMI: nvidia-smi
+  CUDA_PACKAGES: cuda-toolkit-12-4 cuda-nvcc-12-4
+jobs:
+  gpu:
+    runs-on: ubuntu-22.04
+    steps:
+      - run: $SMI --query-gpu=name --format=csv
+      - run: sudo apt-get install -y $CUDA_PACKAGES
+  cpu:
+    runs-on: ubuntu-22.04
+    env:
+      SMI: "true"
+    steps:
+      - run: $SMI --query-gpu=name --format=csv
+      - run: sudo apt-get install -y $CUDA_PACKAGES
+        env:
+          CUDA_PACKAGES: libopenblas-dev
+"""
+    found = findings(tmp_path, workflow, name=".github/workflows/ci.yml",
+                     codes=["CUD501", "CUD504"])
+    assert codes_at(found) == [("CUD501", 9, 14), ("CUD504", 10, 38)]
+    gitlab = """\
+variables:
+  NVCC: /usr/local/cuda/bin/nvcc
+build:
+  variables:
+    CUDA_PACKAGES:
+      value: cuda-toolkit-12-4
+  before_script:
+    - apt-get install -y $CUDA_PACKAGES
+  script:
+    - $NVCC --version
+test:
+  script:
+    - apt-get install -y $CUDA_PACKAGES
+"""
+    found = findings(tmp_path, gitlab, name=".gitlab-ci.yml", codes=["CUD501", "CUD504"])
+    assert codes_at(found) == [("CUD501", 10, 7), ("CUD504", 8, 26)]

@@ -4,14 +4,14 @@ toolkit set-up actions, and CUDA pins installed by their steps."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from yaml.nodes import Node
 
 from cudalint.engine.contract import FileRule, Invalid, Valid
 from cudalint.finding import Finding, Severity
-from cudalint.formats import yaml_lines
-from cudalint.formats.shell import lines_of, read_script
+from cudalint.formats import ci, scripts, yaml_lines
+from cudalint.formats.shell import Command
 from cudalint.kinds import FileKind, SourceFile
 from cudalint.rules.cud4_pins.conda import conda_command
 from cudalint.rules.cud4_pins.cuda_pins import Problem, cuda_image, finding, is_cuda_url
@@ -22,9 +22,6 @@ _GPU_LABEL = re.compile(
     re.IGNORECASE,
 )
 _MATRIX = re.compile(r"matrix\.([\w-]+)")
-_GITLAB_RESERVED = frozenset({"stages", "variables", "default", "include", "workflow",
-                              "image", "services", "before_script", "after_script", "cache"})
-_SCRIPT_KEYS = ("script", "before_script", "after_script")
 _ADVICE = "nothing tests the code off CUDA; add a `macos-14` (Apple Silicon) job"
 
 
@@ -40,10 +37,18 @@ class CudaOnlyCi(FileRule):
     - CUDA toolkit set-up actions (`Jimver/cuda-toolkit`, `N-Storm/cuda-toolkit`, ...) and
       installs;
     - CUDA wheel indexes and CUDA pins installed by `run:`/`script:` steps (also an index a
-      shell variable of the same step holds), and CUDA wheel indexes or CUDA images set in
-      `env:` values (of the workflow, a job or a step).
+      shell variable of the same step holds, or one a CI variable completes:
+      `--index-url https://download.pytorch.org/whl/$CUDA_TAG`);
+    - CUDA wheel indexes or CUDA images held by CI variables: `env:` values (of the workflow,
+      a job or a step) and GitLab `variables:` (global, also `{value: ...}`, or a job's),
+      reported once, where they are set (not again where `$TORCH_INDEX` uses them); not a
+      value every step that would see it replaces (a job's `env:` over the workflow's,
+      a step's over both, a GitLab job's `variables:` over the global ones, which its
+      `inherit: variables:` may drop).
 
-    The commands of every `run:` step (and GitLab `script:`) are read as a shell script is:
+    The commands of every `run:` step (and GitLab `before_script:`/`script:`/`after_script:`)
+    are read as a shell script is, started with the CI variables the step sees (not another
+    job's):
     CUD501-CUD504 report what they find there at the line inside the block.
 
     ## Why is this bad?
@@ -91,6 +96,10 @@ class CudaOnlyCi(FileRule):
         Valid("name: setup\nruns:\n  using: composite\n  steps:\n"
               "    - run: pip install torch\n      shell: bash\n",
               path=".github/actions/setup/action.yml"),
+        Valid("variables:\n  TORCH_INDEX: https://download.pytorch.org/whl/cu121\n"
+              "test:\n  variables:\n    TORCH_INDEX: https://download.pytorch.org/whl/cpu\n"
+              "  script:\n    - pip install torch --index-url $TORCH_INDEX\n",
+              path=".gitlab-ci.yml"),
     )
     INVALID = (
         Invalid("jobs:\n  test:\n    runs-on: [self-hosted, linux, gpu]\n    container:\n"
@@ -112,6 +121,10 @@ class CudaOnlyCi(FileRule):
                 "    runs-on: ubuntu-latest\n    container: ${{ env.IMAGE }}\n    steps:\n"
                 "      - run: pip install torch --index-url $TORCH_INDEX\n",
                 path=".github/workflows/reusable.yml", count=2),
+        Invalid("test:\n  image: python:3.11\n  variables:\n"
+                "    TORCH_INDEX_URL: \"https://download.pytorch.org/whl/cu121\"\n  script:\n"
+                "    - pip install torch --extra-index-url ${TORCH_INDEX_URL}\n",
+                path=".gitlab-ci.yml"),
     )
 
     def check(self, source: SourceFile) -> Iterator[Finding]:
@@ -124,35 +137,37 @@ class CudaOnlyCi(FileRule):
             if gitlab:
                 yield from self._gitlab(source, document)
                 continue
-            yield from self._environment(source, document)
             for _, job in yaml_lines.items(yaml_lines.get(document, "jobs")):
                 yield from self._github_job(source, job)
             # a composite action (.github/actions/<name>/action.yml)
             yield from self._steps(source, yaml_lines.get(yaml_lines.get(document, "runs"),
                                                           "steps"))
+        yield from self._variables(source)
+        yield from self._scripts(source)
 
     def _github_job(self, source: SourceFile, job: Node) -> Iterator[Finding]:
         yield from self._runner(source, job, yaml_lines.get(job, "runs-on"))
-        yield from self._environment(source, job)
         container = yaml_lines.get(job, "container")
         yield from self._image(source, yaml_lines.get(container, "image") or container)
         for _, service in yaml_lines.items(yaml_lines.get(job, "services")):
             yield from self._image(source, yaml_lines.get(service, "image") or service)
         yield from self._steps(source, yaml_lines.get(job, "steps"))
 
-    def _environment(self, source: SourceFile, holder: Node | None) -> Iterator[Finding]:
-        """CUDA wheel indexes and CUDA images set in `env:` values, used by later steps as
-        `$TORCH_INDEX` or `${{ env.IMAGE }}`."""
-        for _, value in yaml_lines.items(yaml_lines.get(holder, "env")):
-            text = (yaml_lines.scalar(value) or "").strip()
-            if "://" in text and is_cuda_url(text):
-                yield self._at(source, value, f"sets the CUDA wheel index `{text}`: {_ADVICE}")
-            elif _looks_like_image(text) and cuda_image(text):
-                yield self._at(source, value, f"sets the CUDA image `{text}`: {_ADVICE}")
+    def _variables(self, source: SourceFile) -> Iterator[Finding]:
+        """CUDA wheel indexes and CUDA images held by CI variables (`env:` values, GitLab
+        `variables:`), used by the steps as `$TORCH_INDEX` or `${{ env.IMAGE }}`: reported
+        where they are set, if a step sees the value (one every step sets otherwise is not)."""
+        seen: dict[int, ci.Variable] = {}
+        for step in ci.steps_of(source.text or ""):
+            for variable in step.variables.values():
+                seen.setdefault(id(variable.node), variable)
+        for variable in seen.values():
+            message = _held(variable.value)
+            if message is not None:
+                yield self._at(source, variable.node, message)
 
     def _steps(self, source: SourceFile, steps: Node | None) -> Iterator[Finding]:
         for step in yaml_lines.entries(steps):
-            yield from self._environment(source, step)
             uses = yaml_lines.get(step, "uses")
             action = (yaml_lines.scalar(uses) or "").partition("@")[0]
             if action.startswith("docker://"):
@@ -161,7 +176,6 @@ class CudaOnlyCi(FileRule):
                     and re.search(r"cuda|nvidia", action, re.IGNORECASE):
                 # a local action (`./.github/actions/setup-cuda`) is read where it is
                 yield self._at(source, uses, f"`{action}` installs the CUDA toolkit: {_ADVICE}")
-            yield from self._script(source, yaml_lines.get(step, "run"))
 
     def _runner(self, source: SourceFile, job: Node, runs_on: Node | None) -> Iterator[Finding]:
         labels = yaml_lines.entries(yaml_lines.get(runs_on, "labels") or runs_on)
@@ -184,17 +198,12 @@ class CudaOnlyCi(FileRule):
         default = yaml_lines.get(document, "default")
         for holder in (document, default):
             yield from self._gitlab_images(source, holder)
-        for key, job in yaml_lines.items(document):
-            if yaml_lines.scalar(key) in _GITLAB_RESERVED or str(key.value).startswith("."):
-                continue
+        for job in ci.gitlab_jobs(document):
             for tag in yaml_lines.entries(yaml_lines.get(job, "tags")):
                 if _GPU_LABEL.search(yaml_lines.scalar(tag) or ""):
                     yield self._at(source, tag, f"runs on the GPU runner tag "
                                    f"`{yaml_lines.scalar(tag)}`: {_ADVICE}")
             yield from self._gitlab_images(source, job)
-            for script_key in _SCRIPT_KEYS:
-                for line in yaml_lines.entries(yaml_lines.get(job, script_key)):
-                    yield from self._script(source, line)
 
     def _gitlab_images(self, source: SourceFile, holder: Node | None) -> Iterator[Finding]:
         image = yaml_lines.get(holder, "image")
@@ -207,12 +216,17 @@ class CudaOnlyCi(FileRule):
         if node is not None and cuda_image(image):
             yield self._at(source, node, f"runs in the CUDA image `{image}`: {_ADVICE}")
 
-    def _script(self, source: SourceFile, node: Node | None) -> Iterator[Finding]:
-        if node is None:
-            return
-        segments = yaml_lines.script_segments(node, source.lines)
-        commands = tuple(read_script(lines_of(segments)))
-        found = [*pip_commands(commands),
+    def _scripts(self, source: SourceFile) -> Iterator[Finding]:
+        """The pins each step's commands install, with the CI variables it starts with
+        (`--index-url https://download.pytorch.org/whl/$CUDA_TAG`): not those holding a whole
+        index, which `_variables` reports where they are set."""
+        for commands, variables in scripts.scripts_of(source):
+            yield from self._script(source, commands, {
+                name: value for name, value in variables.items() if _held(value) is None})
+
+    def _script(self, source: SourceFile, commands: tuple[Command, ...],
+                variables: Mapping[str, str]) -> Iterator[Finding]:
+        found = [*pip_commands(commands, variables),
                  *((c, w, p) for c in commands for w, p in conda_command(c))]
         for command, word, problem in sorted(found, key=lambda f: f[0].position(f[1])):
             yield finding(self, source, command.position(word), Problem(
@@ -220,6 +234,16 @@ class CudaOnlyCi(FileRule):
 
     def _at(self, source: SourceFile, node: Node, message: str) -> Finding:
         return self.finding(source, *yaml_lines.value_start(node), message=message)
+
+
+def _held(value: str) -> str | None:
+    """What CUD404 says of a CI variable holding `value`: a CUDA wheel index or image."""
+    text = value.strip()
+    if "://" in text and is_cuda_url(text):
+        return f"sets the CUDA wheel index `{text}`: {_ADVICE}"
+    if _looks_like_image(text) and cuda_image(text):
+        return f"sets the CUDA image `{text}`: {_ADVICE}"
+    return None
 
 
 def _looks_like_image(text: str) -> bool:
