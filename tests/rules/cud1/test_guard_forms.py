@@ -235,3 +235,98 @@ def test_no_safe_fix_rewrites_a_test_that_exists_to_check_cuda(tmp_path):
     assert text.count("torch.ones(2).cuda()") == 3
     assert "    torch.cuda.synchronize()\n" in text and 'device="cuda"' in text
     assert text.endswith("def test_plain():\n    torch.ones(2).to(pick_device())\n")
+
+
+MARKED_MODULE = '''\
+    import pytest
+    import torch
+
+    pytestmark = [
+        pytest.mark.slow,
+        pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+    ]
+
+    DEVICE = torch.device("cuda")
+
+
+    @pytest.fixture
+    def model():
+        return torch.nn.Linear(4, 4).cuda()
+
+
+    def test_forward(model):
+        x = torch.randn(2, 4).cuda()
+        assert model(x).is_cuda
+
+
+    class TestBackward:
+        def test_grad(self, model):
+            model(torch.randn(2, 4, device="cuda")).sum().backward()
+            torch.cuda.synchronize()
+    '''
+
+
+def test_a_modules_pytestmark_guards_its_tests_as_a_decorator_would(tmp_path):
+    """pytest gives a module's `pytestmark` to each of its tests: a CUDA skip there guards
+    its functions and classes (tests, fixtures, helpers: they run only for its tests), not
+    its top-level statements, which run when pytest imports it even if every test is
+    skipped."""
+    codes = ["CUD101", "CUD102", "CUD105", "CUD112"]
+    found = _found(tmp_path, MARKED_MODULE, codes, name="tests/test_mlp.py")
+    assert {(f.location.row, f.code): (f.guarded, f.severity) for f in found} == {
+        (9, "CUD101"): (False, Severity.ERROR),  # at import: not a test
+        (14, "CUD102"): (True, Severity.WARNING),
+        (18, "CUD102"): (True, Severity.WARNING),
+        (24, "CUD101"): (True, Severity.WARNING),
+        (25, "CUD105"): (True, Severity.WARNING),
+    }  # no CUD112 for the test's own `assert ...is_cuda`
+    fixes = {f.location.row: f.fix.applicability for f in found if f.fix is not None}
+    assert fixes == {9: Applicability.SAFE, 14: Applicability.UNSAFE,
+                     18: Applicability.UNSAFE, 24: Applicability.UNSAFE,
+                     25: Applicability.UNSAFE}  # as under a decorator: a test of CUDA
+
+
+def test_pytestmark_forms_that_guard_and_that_do_not(tmp_path):
+    """A single skip, a CUDA-named marker, the project's own marker, and a class's own
+    `pytestmark` guard; a skip that is not about CUDA does not."""
+    marks = {
+        'pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")': True,
+        "pytest.mark.requires_cuda": True,
+        "(requires_gpu,)": True,
+        'pytest.mark.skipif(sys.platform == "win32", reason="POSIX only")': False,
+        "[pytest.mark.slow, pytest.mark.timeout(60)]": False,
+        "pytest.mark.skipif(torch.cuda.is_available(), reason='CPU only')": False,
+    }
+    for index, (mark, guards) in enumerate(marks.items()):
+        source = f'''\
+            import sys
+
+            import pytest
+            import torch
+
+            requires_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
+            pytestmark = {mark}
+
+
+            def test_sum():
+                assert torch.ones(3).cuda().sum() == 3
+            '''
+        found = _found(tmp_path, source, ["CUD102"], name=f"tests/test_m{index}.py")
+        assert [(f.location.row, f.guarded) for f in found] == [(11, guards)], mark
+    source = '''\
+        import pytest
+        import torch
+
+
+        class TestKernels:
+            pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA")
+
+            def test_sum(self):
+                torch.ones(3).cuda()
+
+
+        def test_plain():
+            torch.ones(3).cuda()
+        '''
+    assert _guarded(tmp_path, source, ["CUD102"], name="tests/test_cls.py") == {
+        9: True, 13: False}

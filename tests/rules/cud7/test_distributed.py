@@ -54,7 +54,7 @@ def test_ddp_script(tmp_path):
                      codes=["CUD601", "CUD602", "CUD603", "CUD701", "CUD702"])
     assert codes_at(found) == [
         ("CUD603", 31, 81),  # pin_memory=True
-        ("CUD701", 15, 46),  # the argparse default literal, not the choices
+        ("CUD701", 15, 38),  # default=, the argparse default (not the choices)
         ("CUD702", 29, 22),  # device_ids=
         ("CUD702", 29, 47),  # output_device=
     ]
@@ -161,3 +161,70 @@ def test_device_ids_through_kwargs_dicts(tmp_path):
         ''')
     found = findings(tmp_path, source, codes=["CUD702"])
     assert codes_at(found) == [("CUD702", 8, 5), ("CUD702", 9, 5), ("CUD702", 20, 30)]
+
+
+INIT = '''\
+import torch
+import torch.distributed as dist
+
+
+def setup(rank, world_size):
+    dist.init_process_group(backend="nccl", init_method="env://")
+    group = dist.new_group(ranks=[0, 1], backend=dist.Backend.NCCL)
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    backend = "nccl"
+    dist.init_process_group(backend=backend)
+    dist.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
+    return group
+'''
+
+
+def test_a_backend_keyword_is_reported_at_the_keyword(tmp_path):
+    """`backend="nccl"` is reported at `backend`, as CUD702 reports `device_ids=`; a
+    positional "nccl", a variable's value and a conditional's branch where the literal is.
+    The fix still replaces the literal alone."""
+    found = findings(tmp_path, INIT, codes=["CUD701"])
+    assert codes_at(found) == [
+        ("CUD701", 6, 29),   # backend="nccl"
+        ("CUD701", 7, 42),   # backend=dist.Backend.NCCL
+        ("CUD701", 8, 29),   # "nccl", positional
+        ("CUD701", 9, 15),   # backend = "nccl", the variable the call reads
+        ("CUD701", 11, 37),  # the branch that needs CUDA: guarded
+    ]
+    _, after = run_on(tmp_path, INIT, codes=["CUD701"], unsafe=True)
+    text = after.decode()
+    assert ('dist.init_process_group(backend=dist.get_default_backend_for_device('
+            'pick_device()), init_method="env://")') in text
+    assert ('new_group(ranks=[0, 1], backend=dist.get_default_backend_for_device('
+            'pick_device()))') in text
+
+
+def test_nccl_through_a_kwargs_dict(tmp_path):
+    source = textwrap.dedent('''\
+        import torch.distributed as dist
+
+        DIST = {"backend": "nccl", "init_method": "env://"}
+
+
+        def setup(rank, world_size):
+            cfg = {"backend": "nccl", "rank": rank, "world_size": world_size}
+            dist.init_process_group(**cfg)
+            dist.init_process_group(**DIST, rank=rank, world_size=world_size)
+
+
+        def setup_items(rank):
+            kwargs = {"rank": rank}
+            kwargs["backend"] = "nccl"
+            dist.init_process_group(**kwargs)
+
+
+        def cpu_setup(rank):
+            opts = {"backend": "gloo", "rank": rank}
+            timeouts = {"nccl": 600, "gloo": 60}
+            dist.init_process_group(**opts)
+            return timeouts
+        ''')
+    found = findings(tmp_path, source, codes=["CUD701"])
+    assert codes_at(found) == [("CUD701", 3, 20), ("CUD701", 7, 23), ("CUD701", 14, 25)]
+    _, after = run_on(tmp_path, source, codes=["CUD701"], unsafe=True)
+    assert after.decode().count("get_default_backend_for_device(pick_device())") == 3

@@ -544,11 +544,12 @@ def _names(statement: _Statement, terms: Prefilter) -> bool:
 
 
 # What the guards around a finding are made of (cudalint.engine.walk.guards:
-# `torch.cuda.is_available()`, `x.is_cuda`, `use_cuda`, `CUDA_HOME`, `device.type == "cuda"`):
-# code naming it is read whichever rules run, so that a finding keeps the guard it sits behind
-# (`if not HAS_GPU: sys.exit()` after `HAS_GPU = torch.cuda.is_available()`, a method setting
-# `self.use_cuda`), which the selected rules' own terms need not name.
-_GUARDS = Prefilter((), words=frozenset({b"cuda", b"CUDA_HOME"}),
+# `torch.cuda.is_available()`, `x.is_cuda`, `use_cuda`, `CUDA_HOME`, `device.type == "cuda"`,
+# a module's `pytestmark`): code naming it is read whichever rules run, so that a finding keeps
+# the guard it sits behind (`if not HAS_GPU: sys.exit()` after
+# `HAS_GPU = torch.cuda.is_available()`, a method setting `self.use_cuda`,
+# `pytestmark = pytest.mark.requires_gpu`), which the selected rules' own terms need not name.
+_GUARDS = Prefilter((), words=frozenset({b"cuda", b"CUDA_HOME", b"pytestmark"}),
                     patterns=(PROBE_PATTERN.encode(),))
 
 

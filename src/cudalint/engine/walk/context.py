@@ -51,6 +51,7 @@ class PythonContext:
     # once: cudalint.rules.assignments); each walk starts with none.
     walk_records: dict[str, object] = field(default_factory=dict)
     _bare: dict[str, bool] = field(default_factory=dict)  # _spelled_bare's answers
+    _names_pytestmark: bool | None = None  # whether the file's text holds "pytestmark"
     # call_name's last answer: the rules visiting a Call ask in turn (an import forgets it)
     _last_call: tuple[cst.Call, str | None] | None = None
     _function_depth: int = 0
@@ -182,6 +183,15 @@ class PythonContext:
         if key is None or scope is None:
             return None
         return self._assignments(scope).get(key) or None
+
+    def pytestmark(self, owner: cst.Module | cst.ClassDef) -> list[cst.BaseExpression] | None:
+        """Every value the module (outside its functions and classes) or the class assigns to
+        `pytestmark`, the marks pytest gives each test there; None when it assigns none."""
+        if self._names_pytestmark is None:
+            self._names_pytestmark = "pytestmark" in self.code
+        if not self._names_pytestmark:
+            return None
+        return self._assignments(owner).get("pytestmark") or None
 
     def holds_probe(self, expr: cst.Name | cst.Attribute) -> bool | None:
         """`has_gpu` after `has_gpu = torch.cuda.is_available()` in the enclosing function

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
     class PythonContext(Protocol):
         """What the guards ask of the walk's context (cudalint.engine.walk.context, which uses
-        them): names resolved through import aliases, and the probes kept in variables."""
+        them): names resolved through import aliases, the probes kept in variables, and the
+        marks pytest gives a module's or a class's tests."""
 
         def qualname(self, expr: cst.BaseExpression) -> str | None: ...
 
@@ -32,6 +33,12 @@ if TYPE_CHECKING:
 
         def assigned_values(self, expr: cst.Name | cst.Attribute
                             ) -> list[cst.BaseExpression] | None: ...
+
+        @property
+        def module(self) -> cst.Module: ...
+
+        def pytestmark(self, owner: cst.Module | cst.ClassDef
+                       ) -> list[cst.BaseExpression] | None: ...
 
 # torch.cuda.is_available, device_count, ...: the `probe = true` entries of torch_cuda_api.toml
 _PROBES = frozenset(
@@ -279,8 +286,30 @@ def marked_cuda_only(ctx: PythonContext, node: cst.FunctionDef | cst.ClassDef) -
     `@pytest.mark.skipif(not torch.cuda.is_available(), ...)`, `@unittest.skipIf(...)`,
     `@unittest.skipUnless(torch.cuda.is_available(), ...)`, `@pytest.mark.requires_cuda`, or
     the project's own marker (`requires_gpu = pytest.mark.skipif(...)` then `@requires_gpu`,
-    or one imported under such a name)."""
-    return any(_skips_without_cuda(ctx, d.decorator, 0) for d in node.decorators)
+    or one imported under such a name); or by the `pytestmark` of its module or class, which
+    pytest gives every test there. A module's marks guard its functions and classes (its
+    tests, and the fixtures and helpers that run only for them), not its top-level
+    statements, which run at import even when every test is skipped."""
+    if any(_skips_without_cuda(ctx, d.decorator, 0) for d in node.decorators):
+        return True
+    owners: tuple[cst.Module | cst.ClassDef, ...] = (ctx.module, node) \
+        if isinstance(node, cst.ClassDef) else (ctx.module,)
+    return any(_marks_cuda_only(ctx, ctx.pytestmark(owner)) for owner in owners)
+
+
+def _marks_cuda_only(ctx: PythonContext, values: list[cst.BaseExpression] | None) -> bool:
+    """`pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), ...)`, or a list of
+    marks one of which skips without CUDA, in every assignment of it."""
+    return bool(values) and all(
+        any(_skips_without_cuda(ctx, mark, 0) for mark in _marks(value))
+        for value in values or ())
+
+
+def _marks(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`[pytest.mark.gpu, pytest.mark.skipif(...)]` -> its marks; a single mark -> itself."""
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return [element.value for element in value.elements]
+    return [value]
 
 
 def _skips_without_cuda(ctx: PythonContext, decorator: cst.BaseExpression, depth: int) -> bool:

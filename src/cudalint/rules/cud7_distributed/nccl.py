@@ -55,10 +55,13 @@ class NcclBackend(TracksAssignments):
     ## What it does
     Finds NCCL chosen as the `torch.distributed` backend: `init_process_group("nccl")`,
     `backend="nccl"`, `dist.Backend.NCCL`, also when "nccl" reaches the call through a
-    variable, an `os.environ.get(..., "nccl")` default, an argparse default
+    variable, a kwargs dict (`cfg = {"backend": "nccl"}` then `init_process_group(**cfg)`), an
+    `os.environ.get(..., "nccl")` default, an argparse default
     (`add_argument("--backend", default="nccl")`) or a variable named like a backend. Reported
-    where the literal is. `"nccl"` in messages, dict keys and comparisons
-    (`if backend == "nccl":`, a feature gate) is not reported; `"gloo"` never is.
+    at the keyword when "nccl" is a keyword argument's whole value (`backend="nccl"`), else
+    where the literal is (a variable's value, a dict entry, a branch of a conditional).
+    `"nccl"` in messages, dict keys and comparisons (`if backend == "nccl":`, a feature gate)
+    is not reported; `"gloo"` never is.
 
     ## Why is this bad?
     NCCL exists only for NVIDIA GPUs. On a Mac or a CPU-only machine
@@ -105,6 +108,8 @@ class NcclBackend(TracksAssignments):
         "parser.add_argument('--backend', choices=['nccl', 'gloo'], default='gloo')\n",
         "import torch.distributed as dist\nbackend = 'gloo'\ndist.init_process_group(backend)\n",
         "import torch.distributed as dist\n"
+        "opts = {'backend': 'gloo', 'timeout': {'nccl': 600}}\ndist.init_process_group(**opts)\n",
+        "import torch.distributed as dist\n"
         "if dist.is_nccl_available():\n    print('NCCL', torch.cuda.nccl.version())\n",
     )
     INVALID = (
@@ -128,6 +133,17 @@ class NcclBackend(TracksAssignments):
             "import torch.distributed as dist\nfrom cudalint.device import pick_device\n\n"
             "def setup():\n    backend = dist.get_default_backend_for_device(pick_device())\n"
             "    dist.init_process_group(backend)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import torch.distributed as dist\n\ndef setup(rank, world):\n"
+            "    cfg = {'backend': 'nccl', 'rank': rank, 'world_size': world}\n"
+            "    dist.init_process_group(**cfg)\n",
+            "import torch.distributed as dist\nfrom cudalint.device import pick_device\n\n"
+            "def setup(rank, world):\n"
+            "    cfg = {'backend': dist.get_default_backend_for_device(pick_device()), "
+            "'rank': rank, 'world_size': world}\n"
+            "    dist.init_process_group(**cfg)\n",
             unsafe=True,
         ),
         Invalid(
@@ -186,8 +202,8 @@ class NcclBackend(TracksAssignments):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        for value in self._backend_values(node):
-            self._report_literals(value)
+        for where, value, guarded in self._backend_values(node):
+            self._report_literals(value, where, guarded=guarded)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if any(_names_backend(t.target) for t in node.targets):
@@ -197,25 +213,52 @@ class NcclBackend(TracksAssignments):
         if node.value is not None and _names_backend(node.target):
             self._report_literals(node.value)
 
-    def _report_literals(self, value: cst.BaseExpression) -> None:
-        for literal in self._literals(value, 0, guarded=False):
+    def _report_literals(self, value: cst.BaseExpression, where: cst.CSTNode | None = None,
+                         *, guarded: bool = False) -> None:
+        """Report each "nccl" that `value` evaluates to: at `where` (a keyword argument) when
+        it is the whole value, else where the literal is (a variable's value, a branch).
+        `guarded`: `value` was assigned under a CUDA check."""
+        for literal in self._literals(value, 0, guarded=guarded):
             guarded = literal.guarded or self.ctx.is_guarded()
             message = _GUARDED_MESSAGE if guarded else self._message()
-            self.report(literal.node, message, fix=self._fix(literal), guarded=guarded)
+            at = where if where is not None and literal.node is value else literal.node
+            self.report(at, message, fix=self._fix(literal), guarded=guarded)
 
-    def _backend_values(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
+    def _backend_values(self, call: cst.Call
+                        ) -> Iterator[tuple[cst.Arg | None, cst.BaseExpression, bool]]:
+        """The values `call` takes as a backend, each with its keyword argument (None for a
+        positional one, or an entry of a kwargs dict) and whether it was assigned under a
+        CUDA check (a kwargs dict's)."""
         name = self.ctx.call_name(call) or ""
         if name.endswith("add_argument") or name == "click.option":
             default = call_args.keyword(call.args, "default")
             if default is not None:
-                yield default.value
+                yield default, default.value, False
             return
         position = _PROCESS_GROUPS.get(name)
         if position is not None and (arg := call_args.positional(call.args, position)):
-            yield arg.value
+            yield None, arg.value, False
         for arg in call.args:
             if arg.keyword is not None and arg.keyword.value in _BACKEND_KEYWORDS:
-                yield arg.value
+                yield arg, arg.value, False
+            elif arg.star == "**":
+                yield from ((None, value, guarded)
+                            for value, guarded in self._kwargs_backends(arg.value))
+
+    def _kwargs_backends(self, expr: cst.BaseExpression
+                         ) -> Iterator[tuple[cst.BaseExpression, bool]]:
+        """The backends in a kwargs dict passed with `**`: a dict literal's `"backend"` entry
+        (`cfg = {"backend": "nccl", ...}`), or `cfg["backend"] = ...` before the call."""
+        value, binding = self.resolve(expr)
+        if isinstance(value, cst.Dict):
+            guarded = binding is not None and binding.guarded
+            for element in value.elements:
+                key = element.key if isinstance(element, cst.DictElement) else None
+                if isinstance(key, cst.SimpleString) and key.evaluated_value in _BACKEND_KEYWORDS:
+                    yield element.value, guarded
+        if isinstance(expr, cst.Name):
+            yield from ((item.binding.value, item.binding.guarded) for item in self.items(expr)
+                        if item.key in _BACKEND_KEYWORDS)
 
     def _literals(self, expr: cst.BaseExpression, depth: int, *, guarded: bool
                   ) -> Iterator[_Literal]:
