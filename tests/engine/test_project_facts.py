@@ -5,8 +5,10 @@ a run over one file reads only the files changed since the last run."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,49 @@ def test_a_workflow_named_from_its_own_folder_is_a_workflow(tmp_path, capsys, mo
         found.append(sorted(f["code"] for f in json.loads(capsys.readouterr().out)))
     assert found[0] and found[0] == found[1]
     assert os.getcwd() == str(workflows)
+
+
+def _cud201(capsys, *args: str) -> list[tuple[str, int]]:
+    main(["check", "--select", "CUD201", "--output-format", "json", "--exit-zero", *args])
+    return sorted((Path(f["filename"]).name, f["location"]["row"])
+                  for f in json.loads(capsys.readouterr().out))
+
+
+def test_own_modules_are_first_party_whatever_the_way_in(tmp_path, capsys, monkeypatch):
+    """A root `pynvml.py` and a namespace folder `deepspeed/` are the project's own whether a
+    run checks the project, the one file (a pre-commit hook), from elsewhere, or standard
+    input: `import cupy` is the only finding each time."""
+    root = _project(tmp_path / "repo", files=1)
+    (root / "pynvml.py").write_text("def nvmlInit():\n    pass\n")
+    (root / "deepspeed").mkdir()
+    (root / "deepspeed" / "config.py").write_text("ZERO_STAGE = 2\n")
+    source = "import pynvml\nfrom deepspeed.config import ZERO_STAGE\nimport cupy\n"
+    (root / "pkg" / "train.py").write_text(source)
+    expected = [("train.py", 3)]
+    monkeypatch.chdir(root)
+    assert _cud201(capsys, "--no-cache", ".") == expected
+    assert _cud201(capsys, "--no-cache", "pkg/train.py") == expected
+    monkeypatch.chdir(tmp_path)
+    assert _cud201(capsys, "--no-cache", "repo/pkg/train.py") == expected
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(source.encode())))
+    assert _cud201(capsys, "--no-cache", "--stdin-filename", "repo/pkg/train.py",
+                   "-") == expected
+
+
+def test_a_new_or_removed_own_module_is_seen_through_the_caches(tmp_path, capsys,
+                                                                monkeypatch, settled):
+    """The scan's cache is keyed by the project's Python files: a namespace folder or a root
+    module added or removed changes what is first-party on the next cached one-file run."""
+    root = _project(tmp_path, files=1)
+    (root / "pkg" / "train.py").write_text("import pynvml\nfrom deepspeed.config import X\n")
+    monkeypatch.chdir(root)
+    assert _cud201(capsys, "pkg/train.py") == [("train.py", 1), ("train.py", 2)]
+    (root / "deepspeed").mkdir()
+    (root / "deepspeed" / "config.py").write_text("X = 1\n")
+    assert _cud201(capsys, "pkg/train.py") == [("train.py", 1)]
+    (root / "pynvml.py").write_text("def nvmlInit():\n    pass\n")
+    assert _cud201(capsys, "pkg/train.py") == []
+    (root / "deepspeed" / "config.py").unlink()  # an empty folder holds no module
+    (root / "pynvml.py").unlink()
+    assert _cud201(capsys, "pkg/train.py") == [("train.py", 1), ("train.py", 2)]
+    assert list(root.glob(".cudalint_cache/facts-*.json"))  # the caches were used

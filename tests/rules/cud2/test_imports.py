@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cudalint.config import Config
 from cudalint.engine.contract import PythonRule
 from cudalint.engine.first_pass.prefilter import Prefilter
 from cudalint.engine.lint.python import lint_python
+from cudalint.engine.running.project_facts import ProjectFacts
+from cudalint.engine.running.runner import RunOptions, check_file
 from cudalint.engine.settings import Settings
-from cudalint.finding import Severity
+from cudalint.finding import Finding, Severity
+from cudalint.kinds import FileKind
 from cudalint.rules import all_rules
 from tests.lint import codes_at, findings, run_on
 
@@ -138,6 +143,64 @@ def test_first_party_layout(tmp_path):
     source = "import apex\nfrom apex.amp import scale\nimport triton.language as tl\nimport cupy\n"
     found = findings(tmp_path, source, name="train.py", codes=["CUD201"])
     assert codes_at(found) == [("CUD201", 4, 8)]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def _in_project(root: Path, name: str) -> list[Finding]:
+    """CUD201's findings in the file `name` of the project at `root`, with the settings a run
+    gives it (engine/running/project_facts.py: the layout and the scan of the tree)."""
+    path = root / name
+    settings = ProjectFacts(Config(root=root), cache=False).for_file(path, FileKind.PYTHON)
+    rules = tuple(rule for rule in all_rules() if rule.code == "CUD201")
+    return check_file(path, FileKind.PYTHON, rules, settings, RunOptions()).findings
+
+
+def test_single_file_modules_at_a_source_root_are_first_party(tmp_path):
+    """`pynvml.py` at the root, `src/cudf.py` and a stub `vllm.pyi` are what `import pynvml`
+    and the others import (ruff's `known-first-party` counts `<name>.py` under each source
+    root); a module of another name, `nvml_utils.py`, makes nothing first-party."""
+    _write(tmp_path, {"pyproject.toml": '[project]\nname = "gpu-monitor"\n',
+                      "pynvml.py": "def nvmlInit():\n    pass\n",
+                      "vllm.pyi": "def LLM() -> None: ...\n",
+                      "src/cudf.py": "DataFrame = dict\n",
+                      "nvml_utils.py": "import pynvml\n"})
+    source = ("import pynvml\nfrom vllm import LLM\nimport cudf\nimport cupy\n"
+              "from cute import kernel\n\npynvml.nvmlInit()\n")
+    found = findings(tmp_path, source, name="monitor.py", codes=["CUD201"])
+    assert codes_at(found) == [("CUD201", 4, 8), ("CUD201", 5, 6)]
+
+
+def test_namespace_folders_holding_python_are_first_party(tmp_path):
+    """A folder without `__init__.py` holding a Python file, at the root or in `src/`, is a
+    namespace package of the project; a folder of no Python file (`cuda/` of kernels, an empty
+    `triton/`, `data/`) is not, nor one that is a project of its own (a clone of apex with its
+    setup.py, of cutlass with its .git): their imports are still reported."""
+    _write(tmp_path, {
+        "pyproject.toml": '[project]\nname = "llm-train"\n',
+        "deepspeed/config.py": "ZERO_STAGE = 2\n",
+        "src/flashinfer/kernels.py": "def decode(q, k, v):\n    return q\n",
+        "src/other/run.py": "from flashinfer.kernels import decode\n",
+        "cuda/rmsnorm.cu": "__global__ void rmsnorm() {}\n",
+        "data/train.csv": "x,y\n1,2\n",
+        "tests/test_train.py": "def test_step():\n    pass\n",
+        "apex/setup.py": "from setuptools import setup\nsetup(name='apex')\n",
+        "apex/apex/__init__.py": "",
+        "cutlass/python/cutlass/__init__.py": "",
+        "train.py": "from deepspeed.config import ZERO_STAGE\nimport tests\n"
+                    "from cuda import cudart\nimport triton\nimport cupy\nimport apex\n"
+                    "import cutlass\n",
+    })
+    (tmp_path / "triton").mkdir()
+    (tmp_path / "cutlass" / ".git").mkdir()
+    assert _in_project(tmp_path, "src/other/run.py") == []
+    assert codes_at(_in_project(tmp_path, "train.py")) == [
+        ("CUD201", 3, 18), ("CUD201", 4, 8), ("CUD201", 5, 8), ("CUD201", 6, 8),
+        ("CUD201", 7, 8)]
 
 
 def test_known_first_party_setting(tmp_path):

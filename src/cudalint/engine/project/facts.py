@@ -171,11 +171,15 @@ def assumed_torch_source(root: Path) -> tuple[tuple[int, int], str]:
     return default, "default (the project states no torch floor)"
 
 
-def with_tree(settings: Settings, tree: TreeFacts) -> Settings:
+def with_tree(settings: Settings, tree: TreeFacts,
+              namespaces: frozenset[str] = frozenset()) -> Settings:
     """`settings` with what the scan of the project's Python files found: a `cuda` method of
     its own; the CUDA extensions of every setup.py in the tree (per-extension folders); code
     that runs only on a torch older than 2.0 (`torch._six`), which lowers the torch the fixes
-    assume to OLD_TORCH where the project states none."""
+    assume to OLD_TORCH where the project states none; its namespace packages (`namespaces`:
+    `namespace_packages` of the tree's `source_folders`), which are its own."""
+    if not namespaces <= settings.first_party:
+        settings = settings.replace(first_party=settings.first_party | namespaces)
     if tree.own_cuda_method:
         settings = settings.replace(own_cuda_method=True)
     if not tree.extension_modules <= settings.extension_modules:
@@ -215,17 +219,21 @@ _CUDA_DEF = rb"def[ \t]+cuda[ \t]*\("
 class TreeFacts(Record):
     """What one scan of the checked Python files finds."""
 
-    __slots__ = ("extension_modules", "helper_copies", "old_torch", "own_cuda_method")
-    FIELDS = ("own_cuda_method", "helper_copies", "old_torch", "extension_modules")
+    __slots__ = ("extension_modules", "helper_copies", "old_torch", "own_cuda_method",
+                 "source_folders")
+    FIELDS = ("own_cuda_method", "helper_copies", "old_torch", "extension_modules",
+              "source_folders")
 
     def __init__(self, own_cuda_method: bool = False,
                  helper_copies: frozenset[Path] = frozenset(), old_torch: bool = False,
-                 extension_modules: frozenset[str] = frozenset()) -> None:
+                 extension_modules: frozenset[str] = frozenset(),
+                 source_folders: frozenset[str] = frozenset()) -> None:
         self.own_cuda_method = own_cuda_method  # a class defines `def cuda(self, ...)`
         self.helper_copies = helper_copies  # copies of the device helper
         self.old_torch = old_torch  # code names an API removed in torch 2.0
         # what the CUDAExtension calls of the setup.py files checked build
         self.extension_modules = extension_modules
+        self.source_folders = source_folders  # `source_folders` of the files scanned
 
 
 def scan_tree(found: Iterable[tuple[Path, FileKind]], limit: int,
@@ -268,11 +276,11 @@ def project_file_facts(path: str, data: bytes) -> FileFacts:
     return helper_copy, cuda_method, old_torch, extensions
 
 
-def scan_project(files: Iterable[str],
+def scan_project(root: Path, files: Sequence[str],
                  facts_of: Callable[[str], FileFacts | None]) -> TreeFacts:
-    """The tree facts of a project from its Python files (`files`: every one of them, found
-    from its root, whatever a run was given), each file's facts from `facts_of` (None:
-    unreadable, reported when the file is checked)."""
+    """The tree facts of the project at `root` from its Python files (`files`: every one of
+    them, found from its root, whatever a run was given), each file's facts from `facts_of`
+    (None: unreadable, reported when the file is checked)."""
     own, copies, old = False, set(), False
     extensions: set[str] = set()
     for path in files:
@@ -285,7 +293,8 @@ def scan_project(files: Iterable[str],
         own = own or cuda_method
         old = old or old_torch
         extensions.update(built)
-    return TreeFacts(own, frozenset(copies), old, frozenset(extensions))
+    return TreeFacts(own, frozenset(copies), old, frozenset(extensions),
+                     source_folders(root, files))
 
 
 def _setup_extensions(setups: Iterable[Path], limit: int) -> frozenset[str]:
@@ -386,19 +395,52 @@ def depends_on_cudalint(root: Path) -> bool:
 
 
 def first_party_packages(root: Path) -> frozenset[str]:
-    """Top-level packages of the project's layout: `pkg/__init__.py` and `src/pkg/`."""
+    """The top-level modules of the project's layout, at its root and in `src/`, as ruff's
+    `known-first-party` finds them: a package (`pkg/__init__.py`) or a module of one file
+    (`pynvml.py`, `vllm.pyi`). A folder without `__init__.py` is a namespace package when it
+    holds a Python file (`namespace_packages`: the tree scan finds them)."""
     names: set[str] = set()
-    for base in (root, root / "src"):
+    for base in (root, root / "src"):  # its source roots: ruff's default `src`
         try:
             children = list(base.iterdir()) if base.is_dir() else []
         except OSError:  # unreadable: the run reports the folder
             continue
         for child in children:
-            if _is_package(child):
-                names.add(child.name)
-            elif child.suffix == ".py" and base == root / "src":
+            if child.suffix in (".py", ".pyi"):
                 names.add(child.stem)
+            elif _is_package(child):
+                names.add(child.name)
     return frozenset(names)
+
+
+def source_folders(root: Path, files: Iterable[str]) -> frozenset[str]:
+    """The folders at the project's source roots (its root and `src/`) that hold one of
+    `files` (absolute paths below `root`) at any depth, relative to `root` (`deepspeed`,
+    `src/flashinfer`): the candidates for `namespace_packages`. A folder of kernels or data
+    (`cuda/` of .cu files, an empty one) holds none."""
+    base = os.path.join(os.path.realpath(root), "")
+    found: set[str] = set()
+    for path in files:
+        if not path.startswith(base):
+            continue
+        parts = path[len(base):].split(os.sep, 2)
+        if len(parts) > 1:
+            found.add(parts[0])
+        if len(parts) > 2 and parts[0] == "src":
+            found.add(f"{parts[0]}/{parts[1]}")
+    return frozenset(found)
+
+
+def namespace_packages(root: Path, folders: Iterable[str],
+                       root_of: Callable[[Path], Path]) -> frozenset[str]:
+    """The names Python imports these `source_folders` of the project at `root` by (a folder
+    holding a Python file is a package, with or without `__init__.py`, as ruff's
+    `known-first-party` counts it), but for a folder that is a project of its own (`root_of`:
+    the project of a folder's files; a clone of a library's repository, `apex/` with its own
+    setup.py or .git, whose package is installed: an installed package comes before a
+    namespace package)."""
+    return frozenset(Path(folder).name for folder in folders
+                     if root_of(root / folder) == root)
 
 
 def _is_package(folder: Path) -> bool:

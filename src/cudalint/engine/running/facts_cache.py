@@ -101,17 +101,18 @@ class FactsCache:
         if not (isinstance(known, list) and len(known) == 2 and known[0] == signature):
             return None
         try:
-            own, copies, old, extensions = known[1]
+            own, copies, old, extensions, folders = known[1]
             if not (isinstance(own, bool) and isinstance(old, bool)
-                    and all(isinstance(n, str) for n in (*copies, *extensions))):
+                    and all(isinstance(n, str) for n in (*copies, *extensions, *folders))):
                 return None
-            return TreeFacts(own, frozenset(map(Path, copies)), old, frozenset(extensions))
+            return TreeFacts(own, frozenset(map(Path, copies)), old, frozenset(extensions),
+                             frozenset(folders))
         except (ValueError, TypeError):
             return None
 
     def put_tree(self, signature: str, tree: TreeFacts) -> None:
         facts = [tree.own_cuda_method, sorted(map(str, tree.helper_copies)), tree.old_torch,
-                 sorted(tree.extension_modules)]
+                 sorted(tree.extension_modules), sorted(tree.source_folders)]
         self.summary["tree"] = [signature, facts]
         self.summary_changed = True
 

@@ -8,7 +8,8 @@ a .git (`config.find_project_root`; a file of an installed distribution, below
 (`config.project_root`). Its facts come from that root's files (`facts.settings_for`: own
 packages, extensions, torch floor) and from a scan of every Python file of its tree, found
 from the root as a run of the root finds them (`discovery.project_python_files`): a class
-with its own `cuda` method, `torch._six`, the extensions of nested setup.py files. The scan
+with its own `cuda` method, `torch._six`, the extensions of nested setup.py files, the folders
+holding its Python files (its namespace packages, `facts.namespace_packages`). The scan
 reads a file only where the project scan's cache (`facts_cache`) does not know its status,
 so a run over one file of a large project reads its project's files once, not on every run.
 """
@@ -68,9 +69,11 @@ class ProjectFacts:
         """The settings of every file of the project at `root`, before the helper's place."""
         found = self._settings.get(root)
         if found is None:
-            known = self.root_facts(root)
-            found = project.with_tree(project.settings_for(self.config, root, known),
-                                      self.tree(root))
+            known, tree = self.root_facts(root), self.tree(root)
+            namespaces = project.namespace_packages(root, tree.source_folders,
+                                                    self.root_of_folder)
+            found = project.with_tree(project.settings_for(self.config, root, known), tree,
+                                      namespaces)
             self._settings[root] = found
             self.save()
         return found
@@ -104,7 +107,7 @@ class ProjectFacts:
         signature = None if store is None else _signature(files)
         found = None if signature is None or store is None else store.tree(signature)
         if found is None:
-            found = project.scan_project(files, lambda path: self._facts(path, store))
+            found = project.scan_project(root, files, lambda path: self._facts(path, store))
             if signature is not None and store is not None:
                 store.put_tree(signature, found)
         self._trees[root] = found

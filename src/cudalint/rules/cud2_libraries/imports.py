@@ -32,7 +32,10 @@ class CudaOnlyImport(PythonRule):
     names the portable alternative. Aliases and submodules count (`import cupy as cp`,
     `from numba import cuda`, `import nvidia.dali.fn as fn`, `importlib.import_module("cupy")`);
     the project's own packages never do, even when named like one (as ruff's
-    `known-first-party`: a local `apex/` package, the `[project]` name, `known-first-party`).
+    `known-first-party`: at the root or in `src/`, a package `apex/`, a module `pynvml.py`, a
+    folder of Python files without `__init__.py`; the `[project]` name, `known-first-party`).
+    A folder of no Python file (`cuda/` of kernels), or one that is a project of its own (a
+    clone of apex with its setup.py), is not the project's.
 
     `import numba` alone is not reported: numba's CPU JIT is portable. bitsandbytes is reported
     as a warning, since it partly works on a Mac.
