@@ -331,6 +331,32 @@ def test_a_caller_edited_elsewhere_changes_the_finding_of_the_function_it_calls(
         assert [f.location.row for f in found if f.code == "CUD601"] == rows
 
 
+BUFFER = '''\
+import numpy as np
+import torch
+
+
+class Buffer:
+    def __init__(self, n):
+        self.rew = np.zeros(n, dtype=np.float32)
+
+    def get(self, device):
+        return torch.from_numpy(self.rew).to(device)
+'''
+
+
+def test_an_array_kept_on_self_edited_in_another_method_changes_the_finding_where_it_moves(
+        tmp_path: Path) -> None:
+    """CUD601 reads what a class's methods keep on `self` for `torch.from_numpy(self.rew)`
+    moved in another: `__init__` made float64, then float32 again, is seen in `get`."""
+    checker = Checker(tmp_path)
+    float64 = BUFFER.replace(", dtype=np.float32", "")
+    for version, rows in ((BUFFER, []), (float64, [10]), (BUFFER, [])):
+        found = checker.incremental(version)
+        assert found == checker.full(version)
+        assert [f.location.row for f in found if f.code == "CUD601"] == rows
+
+
 AMP = '''\
 import torch
 

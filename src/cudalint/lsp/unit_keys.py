@@ -28,7 +28,8 @@ _WORD = re.compile(r"\w+")
 # Words a rule looks for anywhere in the module's code (CUD6 float64: "uses a device").
 FILE_WORDS = (b"device", b"cuda", b"mps")
 # A unit naming one of these depends on the whole module: CUD601 reads every call of a
-# function moving `torch.from_numpy(<parameter>)` to a device (cudalint.rules.cud6_mps.callers).
+# function moving `torch.from_numpy(<parameter>)` to a device, and what the methods of a class
+# moving `torch.from_numpy(self.<array>)` keep there (cudalint.rules.cud6_mps.callers).
 # (CUD106 reports `from torch.cuda.amp import X` where no unit uses X: a unit holding an import
 # is walked at every check anyway, `Facts.reaching`; one that calls `torch.cuda.amp.X()` finds
 # what it finds alone.)

@@ -94,6 +94,127 @@ def test_choices_in_functions_that_consider_mps(tmp_path):
     assert _codes(tmp_path, source, ["CUD103"]) == [("CUD103", 19, 12)]
 
 
+# Functions that check for MPS: a choice is left alone only where its function gives the
+# same name (as written: `self.device` is not `device`) or its return value an MPS branch.
+MPS_BRANCHES = """\
+    import torch
+
+
+    def configure():
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        amp_dtype = torch.float16
+        if torch.backends.mps.is_available():
+            amp_dtype = torch.bfloat16
+        return device, amp_dtype
+
+
+    def report():
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        if torch.backends.mps.is_available():
+            print("MPS available but not used")
+        return device
+
+
+    class Trainer:
+        def setup(self):
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            device = self.device
+            if torch.backends.mps.is_available():
+                device = torch.device("mps")
+            return device
+
+        def setup_mps(self):
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            if torch.backends.mps.is_available():
+                self.device = torch.device("mps")
+
+
+    def returned():
+        if torch.backends.mps.is_available():
+            torch.mps.empty_cache()
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+    def overridden_after(args):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if torch.backends.mps.is_available() and not args.no_mps:
+            device = torch.device("mps")
+        return device
+
+
+    def chosen_under_the_check():
+        if torch.backends.mps.is_available():
+            device = "mps"
+        else:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        return device
+
+
+    def elif_chain(args):
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        if args.cpu:
+            device = "cpu"
+        elif torch.backends.mps.is_available():
+            device = args.mps_device
+        return device
+
+
+    def conditional_override():
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = "mps" if torch.backends.mps.is_available() else device
+        return device
+
+
+    def through_a_flag(args):
+        has_mps = torch.backends.mps.is_available()
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if has_mps and args.accelerate:
+            device = torch.device(args.mps_device)
+        return device
+    """
+
+
+def test_a_check_for_mps_that_gives_the_chosen_name_no_branch(tmp_path):
+    """`configure` checks MPS for its AMP dtype only, `report` only logs, `setup` gives a
+    local `device` (not `self.device`) MPS, `returned` returns nothing under its check: each
+    choice is reported. Every function below them gives the chosen name an MPS branch."""
+    source = textwrap.dedent(MPS_BRANCHES)
+    assert _codes(tmp_path, source, ["CUD103"]) == [
+        ("CUD103", 5, 27), ("CUD103", 13, 14), ("CUD103", 21, 36), ("CUD103", 36, 12),
+    ]
+
+
+def test_the_fix_of_a_choice_beside_another_mps_check_keeps_cuda(tmp_path, monkeypatch):
+    """The rewritten `configure` gives what the original gave on a CUDA machine (CUDA, the
+    float16 AMP dtype), and MPS on a Mac, where the original gave the CPU."""
+    import torch
+
+    from cudalint import device as helper
+
+    source = textwrap.dedent(MPS_BRANCHES).split("\n\n\nclass Trainer")[0] + "\n"
+    _, fixed = run_on(tmp_path, source, codes=["CUD103"], fix=True)
+    text = fixed.decode()
+    assert "    device = pick_device()\n" in text
+    assert "from cudalint.device import pick_device" in text
+    original: dict[str, object] = {}
+    exec(compile(source, "original.py", "exec"), original)
+    rewritten: dict[str, object] = {}
+    exec(compile(text, "fixed.py", "exec"), rewritten)
+    monkeypatch.delenv("CUDALINT_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(helper, "_cuda_available", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    on_cuda = original["configure"]()  # type: ignore[operator]
+    assert on_cuda == (torch.device("cuda"), torch.float16)
+    assert rewritten["configure"]() == on_cuda  # type: ignore[operator]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(helper, "_cuda_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_built", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert original["configure"]() == (torch.device("cpu"), torch.bfloat16)  # type: ignore[operator]
+    assert rewritten["configure"]() == (torch.device("mps"), torch.bfloat16)  # type: ignore[operator]
+
+
 def test_module_level_choices_and_mps_spelled_only_through_escapes(tmp_path):
     """A module that never spells "mps" can still assign it (an escape writes a letter): the
     choice it overrides is not reported; one in a module without either is."""

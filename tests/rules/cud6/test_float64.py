@@ -4,8 +4,14 @@ device MPS cannot hold it on, and their neighbours that must stay silent (prose,
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from cudalint.engine.first_pass.prefilter import Prefilter
+from cudalint.engine.lint.python import lint_python
+from cudalint.engine.walk.context import Settings
+from cudalint.rules import all_rules
 from tests.lint import codes_at, findings
 
 HEAD = "import numpy as np\nimport torch\n\ndevice = torch.device('cuda')\n"
@@ -140,3 +146,101 @@ def test_only_a_module_level_function_is_followed_from_its_callers(tmp_path):
               "        return torch.from_numpy(arr).to(t.device)\n"
               "    return inner(np.ones(3))\n")
     assert findings(tmp_path, source, codes=["CUD601"]) == []
+
+
+# A rollout buffer keeping its arrays on `self`: `__init__` makes them (naming no term of the
+# rule but numpy's `np`, so the first pass may leave it unread), `get` moves them.
+BUFFER = '''\
+"""Rollout storage for PPO."""
+import numpy as np
+import torch
+
+
+class RolloutBuffer:
+    def __init__(self, size, obs_dim, frames):
+        self.obs = np.zeros((size, obs_dim), dtype=np.float32)
+        self.rew = np.empty(size)
+        self.ret = np.zeros(size)
+        self.frames = np.stack([np.random.rand(obs_dim) for _ in frames])
+        self.raw = np.stack(frames)
+        self.logp = np.zeros(size, dtype=np.float32)
+        self.val = np.zeros(size)
+        self.adv = np.zeros(size, dtype=np.float32)
+        self.ptr = 0
+
+    def store(self, obs, rew, logp):
+        self.obs[self.ptr] = obs
+        self.rew[self.ptr] = rew
+        self.logp[self.ptr] = logp
+        self.ptr += 1
+
+    def reset(self, size):
+        self.val = np.zeros(size, dtype=np.float32)
+        self.ptr = 0
+
+    def finish_path(self, gamma=0.99):
+        running = 0.0
+        for t in reversed(range(self.ptr)):
+            running = self.rew[t] + gamma * running
+            self.ret[t] = running
+
+    def get(self, device):
+        rew = torch.from_numpy(self.rew).to(device)
+        ret = torch.from_numpy(self.ret[: self.ptr]).to(device)
+        frames = self.frames
+        frames = torch.from_numpy(frames).to(device, non_blocking=True)
+        val = torch.from_numpy(self.val).to(device)
+        obs = torch.from_numpy(self.obs).to(device)
+        adv = torch.from_numpy(self.adv).to(device)
+        raw = torch.from_numpy(self.raw).to(device)
+        logp = torch.from_numpy(self.logp).float().to(device)
+        rew32 = torch.from_numpy(self.rew).float().to(device)
+        ret_cpu = torch.from_numpy(self.ret)
+        return rew, ret, frames, val, obs, adv, raw, logp, rew32, ret_cpu
+'''
+
+
+def test_a_float64_array_kept_on_self_and_moved(tmp_path):
+    """`self.rew`, `self.ret` (sliced), `self.frames` (stacked float64, through a local) are
+    float64 where `get` moves them, as a local array would be; `self.val` too, since
+    `__init__` makes it float64 before `reset` makes it float32 (any assignment, as for an
+    array kept on `self` and passed to a function that moves it). Silent: the float32 arrays,
+    a stack of arrays of unknown dtype (`self.raw`), `.float()` before the move, and an array
+    that stays on the CPU."""
+    found = findings(tmp_path, BUFFER, codes=["CUD601"])
+    assert codes_at(found) == [("CUD601", 35, 15), ("CUD601", 36, 15), ("CUD601", 38, 18),
+                               ("CUD601", 39, 15)]
+    local = findings(tmp_path, "import numpy as np\nimport torch\n\n\ndef get(device):\n"
+                     "    rew = np.zeros(3)\n    return torch.from_numpy(rew).to(device)\n",
+                     codes=["CUD601"])
+    assert {f.message for f in found} == {local[0].message}
+
+
+def test_a_float64_attribute_is_read_in_its_own_class_only(tmp_path):
+    """`self.rew` of another class is not this method's."""
+    source = ("import numpy as np\nimport torch\n\n\nclass Raw:\n    def __init__(self):\n"
+              "        self.rew = np.zeros(3)\n\n\nclass Buffer:\n    def __init__(self):\n"
+              "        self.rew = np.zeros(3, dtype=np.float32)\n\n"
+              "    def get(self, device):\n        return torch.from_numpy(self.rew).to(device)\n")
+    assert findings(tmp_path, source, codes=["CUD601"]) == []
+    explicit = source.replace("np.zeros(3, dtype=np.float32)",
+                              "np.array([0.0] * 3, dtype=np.float64)")
+    assert codes_at(findings(tmp_path, explicit, codes=["CUD601"])) == [("CUD601", 15, 16)]
+
+
+def test_an_unread_init_still_tells_the_attribute_float64():
+    """The first pass gives LibCST `get` (it names `from_numpy` and `.to(`) but not
+    `__init__`, which names only `np`: the arrays it keeps are read from the whole text, and
+    the findings are those of a check reading the whole file."""
+    rules = tuple(rule for rule in all_rules() if rule.code == "CUD601")
+    settings = Settings(target_torch=(2, 13))
+    prefilter = Prefilter.for_rules(rules, settings)
+    sparse = lint_python(BUFFER.encode(), Path("storage.py"), rules, settings,
+                         prefilter=prefilter)
+    whole = lint_python(BUFFER.encode(), Path("storage.py"), rules, settings,
+                        prefilter=prefilter, sparse=False)
+    assert sparse.module is not None
+    assert "self.ret = np.zeros(size)" not in sparse.module.code
+    assert "torch.from_numpy(self.ret[: self.ptr])" in sparse.module.code
+    assert [f.location.row for f in sparse.findings] == [35, 36, 38, 39]
+    assert sparse.findings == whole.findings

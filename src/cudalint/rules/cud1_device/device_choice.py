@@ -34,6 +34,8 @@ from cudalint.rules.cud1_device.device_strings import (
 from cudalint.rules.cud1_device.prose import in_prose
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cudalint.engine.walk.context import PythonContext, Settings
 
 T = TypeVar("T")
@@ -41,6 +43,8 @@ T = TypeVar("T")
 # `torch.cuda.is_available`): with an escape (`"\\x63uda"`), the choice names no `cuda`.
 _TESTS = rf"{word('is_available')}|{PROBE_PATTERN}"
 _MPS_PROBES = frozenset({"torch.backends.mps.is_available", "torch.backends.mps.is_built"})
+_RETURNED = "return"  # what a choice returned is made for (a keyword: no target's code)
+_BINDINGS = (cst.Assign, cst.AnnAssign, cst.Return)
 
 
 @dataclass(frozen=True)
@@ -172,9 +176,13 @@ class CudaOrCpuChoice(PythonRule):
     Finds device choices that pick CUDA when it is available and otherwise fall back to the
     CPU: `"cuda" if torch.cuda.is_available() else "cpu"`, its `torch.device(...)` form, the
     same choice written as an `if`/`else` assignment, and either written the other way round
-    (`"cpu" if not torch.cuda.is_available() else "cuda"`). A function that already considers
-    MPS (a `torch.backends.mps.is_available()` check, or an `"mps"` value given to the same
-    name) is not reported.
+    (`"cpu" if not torch.cuda.is_available() else "cuda"`). A choice is not reported where
+    its function already gives the same name (as written: `self.device` is not `device`), or
+    what it returns, an MPS branch: an `"mps"` value, a value that checks for MPS
+    (`"mps" if torch.backends.mps.is_available() else device`), or whatever is assigned or
+    returned under an `if`/`elif` checking for MPS. A check for MPS that sets another name
+    (an AMP dtype) or only logs does not count. A choice given to no name, and one at module
+    level, is not reported where its function (module) checks for MPS anywhere.
 
     ## Why is this bad?
     On an Apple Silicon Mac the choice lands on the CPU and never uses the GPU (MPS), so the
@@ -220,6 +228,9 @@ class CudaOrCpuChoice(PythonRule):
         "def pick():\n    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
         "    if getattr(torch.backends, 'mps', None) and args.mps:\n"
         "        device = torch.device('mps')\n    return device\n",
+        "def pick():\n    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+        "    device = 'mps' if torch.backends.mps.is_available() else device\n"
+        "    return device\n",
     )
     INVALID = (
         Invalid(
@@ -270,6 +281,14 @@ class CudaOrCpuChoice(PythonRule):
             "    return device\n\ndef other():\n    if torch.backends.mps.is_available():\n"
             "        return 'mps'\n",
         ),
+        Invalid(
+            "import torch\n\ndef configure():\n"
+            "    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+            "    if torch.backends.mps.is_available():\n        amp_dtype = torch.bfloat16\n",
+            "import torch\nfrom cudalint.device import pick_device\n\ndef configure():\n"
+            "    device = str(pick_device())\n"
+            "    if torch.backends.mps.is_available():\n        amp_dtype = torch.bfloat16\n",
+        ),
     )
 
     @classmethod
@@ -302,32 +321,25 @@ class CudaOrCpuChoice(PythonRule):
         self.report(node, fix=self._fix(choice))
 
     def _considers_mps(self, choice: Choice) -> bool:
-        """The enclosing function (or module) checks for MPS, or gives the chosen name an
-        `"mps"` value elsewhere."""
+        """The enclosing function gives the chosen name (or what it returns) an MPS branch,
+        or checks for MPS at all where the choice goes to no name; at module level, the
+        module checks for MPS anywhere (a helper of its own may probe for it)."""
         scope = next((n for n in self.ctx.ancestors() if isinstance(n, cst.FunctionDef)),
-                     self.ctx.module)
-        probes, mps_targets = self._mps_facts(scope)
-        if probes:
-            return True
-        target = choice.target.target if choice.target else _assigned_name(self.ctx)
-        return target is not None and self.ctx.module.code_for_node(target) in mps_targets
+                     None)
+        probes, branched = self._mps_facts(scope or self.ctx.module)
+        key = _chosen_for(self.ctx, choice)
+        if key is None:
+            return probes
+        return key in branched or (scope is None and probes)
 
     def _mps_facts(self, scope: cst.CSTNode) -> tuple[bool, frozenset[str]]:
-        """Whether `scope` probes for MPS, and the targets it assigns an `"mps"` value to:
-        read once per scope, however many choices it holds."""
+        """Whether `scope` probes for MPS, and the targets it gives an MPS branch (`_RETURNED`
+        for its return value): read once per scope, however many choices it holds."""
         cache = self._scopes
         if id(scope) not in cache and not self._may_name_mps():
             cache[id(scope)] = (False, frozenset())  # without reading the scope: a whole module
         if id(scope) not in cache:
-            code = self.ctx.module.code_for_node
-            probes, targets = False, set[str]()
-            for node in find_all(scope, (cst.Call, cst.Assign)):
-                if isinstance(node, cst.Call) and self.ctx.call_name(node) in _MPS_PROBES:
-                    probes = True
-                    break
-                if isinstance(node, cst.Assign) and _is_mps(node.value):
-                    targets.update(code(t.target) for t in node.targets)
-            cache[id(scope)] = (probes, frozenset(targets))
+            cache[id(scope)] = _mps_branches(self.ctx, scope)
         return cache[id(scope)]
 
     def _may_name_mps(self) -> bool:
@@ -358,18 +370,69 @@ class CudaOrCpuChoice(PythonRule):
                        helpers=("pick_device",))
 
 
-def _assigned_name(ctx: PythonContext) -> cst.BaseExpression | None:
-    """The target of the assignment the visited expression is the value of (through
-    `torch.device(...)`)."""
+def _chosen_for(ctx: PythonContext, choice: Choice) -> str | None:
+    """What the choice is made for: the target it is assigned to (through `torch.device(...)`),
+    as written (`self.device` is not `device`), or `_RETURNED` where its function returns it."""
+    if choice.target is not None:
+        return ctx.module.code_for_node(choice.target.target)
     for ancestor in ctx.ancestors()[:3]:
         if isinstance(ancestor, cst.Assign) and len(ancestor.targets) == 1:
-            return ancestor.targets[0].target
+            return ctx.module.code_for_node(ancestor.targets[0].target)
         if isinstance(ancestor, cst.AnnAssign):
-            return ancestor.target
+            return ctx.module.code_for_node(ancestor.target)
+        if isinstance(ancestor, cst.Return):
+            return _RETURNED
     return None
 
 
-def _is_mps(value: cst.BaseExpression) -> bool:
+def _mps_branches(ctx: PythonContext, scope: cst.CSTNode) -> tuple[bool, frozenset[str]]:
+    """Whether `scope` probes for MPS, and what it gives an MPS branch: the targets of an
+    `"mps"` value or of a value that checks for MPS (`"mps" if torch.backends.mps.is_available()
+    else device`), and whatever an `if` checking for MPS (`elif`s included) assigns or
+    returns, directly or through a name holding the check (`use_mps = ...is_available()`).
+    A check whose branch binds something else (`amp_dtype`) or only logs gives none."""
+    code = ctx.module.code_for_node
+
+    def probes(node: cst.CSTNode) -> bool:
+        return any(isinstance(call, cst.Call) and ctx.call_name(call) in _MPS_PROBES
+                   for call in find_all(node, (cst.Call,)))
+
+    bindings = [(node, value) for node in find_all(scope, _BINDINGS)
+                if (value := getattr(node, "value", None)) is not None]
+    if not probes(scope):  # only an `"mps"` value can give a branch
+        return False, frozenset(key for node, value in bindings if _is_mps(value)
+                                for key in _keys(code, node))
+    branched, holders = set[str](), set[str]()
+    for node, value in bindings:
+        probing = probes(value)
+        if probing or _is_mps(value):
+            branched.update(_keys(code, node))
+        if probing:
+            holders.update(_keys(code, node))
+
+    def checks(test: cst.BaseExpression) -> bool:
+        if probes(test):
+            return True
+        return bool(holders) and any(
+            code(name) in holders for name in find_all(test, (cst.Name, cst.Attribute)))
+
+    for node in find_all(scope, (cst.If,)):
+        if isinstance(node, cst.If) and checks(node.test):
+            branched.update(key for bound in find_all(node, _BINDINGS)
+                            for key in _keys(code, bound))
+    return True, frozenset(branched)
+
+
+def _keys(code: Callable[[cst.CSTNode], str], node: cst.CSTNode) -> list[str]:
+    """What an assignment binds (each target as written), or `_RETURNED` for a return."""
+    if isinstance(node, cst.Assign):
+        return [code(target.target) for target in node.targets]
+    if isinstance(node, cst.AnnAssign):
+        return [code(node.target)]
+    return [_RETURNED]
+
+
+def _is_mps(value: cst.BaseExpression | None) -> bool:
     """`"mps"` or `torch.device("mps")`."""
     if isinstance(value, cst.Call) and value.args:
         value = value.args[0].value

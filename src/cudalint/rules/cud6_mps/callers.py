@@ -1,12 +1,14 @@
 """CUD601's view of a function's callers: which calls in the module pass a float64 numpy array
 (numpy's default) to one of its parameters, the array kept on `self`
 (`self.betas = np.array(betas, dtype=np.float64)`, and what is derived from it), made in the
-calling function, or joined by `np.stack`.
+calling function, or joined by `np.stack`; and, read the same way, whether an array a method
+reads from `self` (`torch.from_numpy(self.rew[idx]).to(device)`) is float64.
 
 Read from the whole text of the module with Python's `ast` (`ctx.code`), not from the tree the
-walk reads: the first pass leaves a caller naming none of the rule's terms unread
-(cudalint.engine.first_pass.sparse), and the answer must not depend on it. Asked only where a
-function moves a parameter to a device with `torch.from_numpy(param).to(...)`, which is rare.
+walk reads: the first pass leaves a caller (or an `__init__` assigning `self.rew`) naming none
+of the rule's terms unread (cudalint.engine.first_pass.sparse), and the answer must not depend
+on it. Asked only where a function moves a parameter, or an array on `self`, to a device with
+`torch.from_numpy(...)`, which is rare.
 """
 
 from __future__ import annotations
@@ -52,6 +54,22 @@ def float64_callers(code: str, function: str, parameter: str) -> list[Caller]:
             if argument is not None and reader.float64(argument, scope, owner, 0):
                 found.append(Caller(scope.name, ast.unparse(argument), argument.lineno))
     return found
+
+
+def float64_in_method(code: str, owner: str, method: str, expression: str) -> bool:
+    """Whether `expression` (its text), read in `method` of the module-level class `owner`
+    in `code`, is a float64 array as a caller's argument is read: `self.rew`,
+    `self.rew[idx]`, `np.stack(self.frames)`, where a method of the class assigns
+    `self.rew` one (any of its assignments); False where either does not parse."""
+    reader = _read(code)
+    if reader is None:
+        return False
+    try:
+        expr = ast.parse(f"(\n{expression}\n)", mode="eval").body
+    except (SyntaxError, ValueError):
+        return False
+    return any(reader.float64(expr, scope, cls, 0) for scope, cls in reader.functions()
+               if cls is not None and cls.name == owner and scope.name == method)
 
 
 @lru_cache(maxsize=2)  # the functions of one module ask in turn

@@ -9,6 +9,7 @@ import libcst as cst
 
 from cudalint.engine.contract import Invalid
 from cudalint.engine.first_pass.prefilter import GAP, Terms, word
+from cudalint.engine.walk.visiting import find_all
 from cudalint.finding import Severity
 from cudalint.rules import args as call_args
 from cudalint.rules.assignments import TracksAssignments
@@ -95,6 +96,9 @@ class Float64OnDevice(TracksAssignments):
     `np.random.rand`, `np.array([0.5])`, ...) moved to a device, also through a variable
     assigned in the same scope, and arrays joined by `np.stack`, `np.concatenate` (or
     `np.array`) where one of them is float64 (`np.stack([np.random.rand(3) for _ in xs])`).
+    An array a method reads from `self` (`torch.from_numpy(self.rew[idx]).to(device)`) is
+    float64 where any method of its class assigns it one (`self.rew = np.zeros(n)` in
+    `__init__`, even where another method assigns it a float32 array).
     A float64 tensor that stays on the CPU is fine and not reported.
     Indexing (`x[t]`) keeps a tensor's dtype and device. `torch.from_numpy(arr)` of a
     function's parameter moved to a device and cast only then
@@ -190,6 +194,9 @@ class Float64OnDevice(TracksAssignments):
         "def _extract(arr, timesteps):\n"
         "    return torch.from_numpy(arr).float().to(device=timesteps.device)[timesteps]\n\n"
         "def q_sample(x, t):\n    return _extract(np.linspace(0, 1, 10), t) * x\n",
+        "import numpy as np\nimport torch\n\nclass Buffer:\n    def __init__(self, n):\n"
+        "        self.rew = np.array([0.0] * n, dtype=np.float32)\n\n"
+        "    def get(self, device):\n        return torch.from_numpy(self.rew).to(device)\n",
         "import torch\ntorch.set_default_dtype(torch.float32)\n",
         "import torch\ntorch.set_default_dtype(torch.float64)\nx = torch.linspace(0, 1, 9)\n",
         "import torch\nx = torch.tensor(data, dtype=torch.float64).to('cpu')\n",
@@ -250,6 +257,11 @@ class Float64OnDevice(TracksAssignments):
             "        self.alphas_cumprod = np.cumprod(1.0 - self.betas)\n\n"
             "    def q_sample(self, x, t):\n"
             "        return _extract(np.sqrt(self.alphas_cumprod), t) * x\n"
+        ),
+        Invalid(
+            "import numpy as np\nimport torch\n\nclass Buffer:\n    def __init__(self, n):\n"
+            "        self.rew = np.array([0.0] * n, dtype=np.float64)\n\n"
+            "    def get(self, device):\n        return torch.from_numpy(self.rew).to(device)\n"
         ),
         Invalid(
             "import numpy as np\nimport torch\n\ndef collate(samples, device):\n"
@@ -378,7 +390,24 @@ class Float64OnDevice(TracksAssignments):
         if self.ctx.call_name(call) not in dtypes.table().from_numpy:
             return False
         data = call_args.positional(call.args, 0)
-        return data is not None and dtypes.float64_array(self, data.value)
+        return data is not None and (dtypes.float64_array(self, data.value)
+                                     or self._float64_on_self(data.value))
+
+    def _float64_on_self(self, expr: cst.BaseExpression) -> bool:
+        """An array read from `self` in a method (`self.rew`, `self.rew[idx]`, or a name
+        assigned one) that a method of the class assigns a float64 array, wherever it is in
+        the module (`callers.float64_in_method`)."""
+        scopes = [n for n in self.ctx.ancestors() if type(n) in (cst.FunctionDef, cst.ClassDef)]
+        method, owner = scopes if len(scopes) == 2 else (None, None)
+        if not isinstance(method, cst.FunctionDef) or not isinstance(owner, cst.ClassDef):
+            return False  # a method of a module-level class
+        value, _ = self.resolve(expr)
+        if not any(isinstance(name, cst.Name) and name.value == "self"
+                   for name in find_all(value, (cst.Name,))):
+            return False
+        return callers.float64_in_method(
+            self.ctx.code, owner.name.value, method.name.value,
+            self.ctx.module.code_for_node(value))
 
     def _step(self, call: cst.Call, state: _State) -> _State:
         method = call.func.attr.value  # type: ignore[attr-defined]
