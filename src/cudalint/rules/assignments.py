@@ -15,6 +15,8 @@ import libcst as cst
 from cudalint.engine.contract import PythonRule
 
 if TYPE_CHECKING:
+    from collections.abc import Collection, Iterator
+
     from cudalint.engine.walk.context import PythonContext
 
 _MAX_HOPS = 4  # `a = b; b = c; ...`: stop long (or cyclic, `a = a * 2`) chains of names
@@ -24,6 +26,12 @@ _MAX_HOPS = 4  # `a = b; b = c; ...`: stop long (or cyclic, `a = a * 2`) chains 
 class Binding:
     value: cst.BaseExpression
     guarded: bool  # assigned under a CUDA check: a finding there is lowered one step
+
+
+# An entry of a kwargs dict: where it is written (the dict entry, the keyword argument of
+# `dict(...)`, the subscript assigned), its key, its value, and whether it was set under a CUDA
+# check.
+Entry = tuple[cst.CSTNode, str, cst.BaseExpression, bool]
 
 
 @dataclass(frozen=True)
@@ -138,3 +146,22 @@ class TracksAssignments(PythonRule):
                 break
             expr, last = binding.value, binding
         return expr, last
+
+    def kwargs_entries(self, expr: cst.BaseExpression, keys: Collection[str]) -> Iterator[Entry]:
+        """The entries of `keys` in a kwargs dict passed with `**expr`: a dict literal,
+        `dict(...)`, or `kwargs["key"] = ...` before the call."""
+        value, binding = self.resolve(expr)
+        guarded = binding is not None and binding.guarded
+        if isinstance(value, cst.Dict):
+            for element in value.elements:
+                key = element.key if isinstance(element, cst.DictElement) else None
+                if isinstance(key, cst.SimpleString) and key.evaluated_value in keys:
+                    yield element, str(key.evaluated_value), element.value, guarded
+        elif isinstance(value, cst.Call) and self.ctx.call_name(value) == "dict":
+            for arg in value.args:
+                if arg.keyword is not None and arg.keyword.value in keys:
+                    yield arg, arg.keyword.value, arg.value, guarded
+        if isinstance(expr, cst.Name):
+            for item in self.items(expr):
+                if item.key in keys:
+                    yield item.target, item.key, item.binding.value, item.binding.guarded

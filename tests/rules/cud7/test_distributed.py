@@ -228,3 +228,17 @@ def test_nccl_through_a_kwargs_dict(tmp_path):
     assert codes_at(found) == [("CUD701", 3, 20), ("CUD701", 7, 23), ("CUD701", 14, 25)]
     _, after = run_on(tmp_path, source, codes=["CUD701"], unsafe=True)
     assert after.decode().count("get_default_backend_for_device(pick_device())") == 3
+
+
+def test_nccl_in_a_dict_call_passed_as_kwargs_is_one_finding(tmp_path):
+    """`dict(backend="nccl")` is reported at its keyword, as any call's backend keyword is;
+    passing it on with `**` does not report the same "nccl" a second time."""
+    source = textwrap.dedent('''\
+        import torch.distributed as dist
+
+
+        def setup(rank):
+            opts = dict(backend="nccl", rank=rank)
+            dist.init_process_group(**opts)
+        ''')
+    assert codes_at(findings(tmp_path, source, codes=["CUD701"])) == [("CUD701", 5, 17)]

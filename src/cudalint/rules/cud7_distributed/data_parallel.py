@@ -43,8 +43,6 @@ _DDP_MESSAGE = (
     "a CPU module (and MPS has one device); leave it None off CUDA"
 )
 _MAX_DEPTH = 4
-# A device entry of a kwargs dict: where it is set, the parameter, its value, guarded.
-_Entry = tuple[cst.CSTNode, str, cst.BaseExpression, bool]
 
 
 class CudaDataParallel(TracksAssignments):
@@ -157,7 +155,8 @@ class CudaDataParallel(TracksAssignments):
                 self._report_devices(arg, parameter, arg.value, guarded=False)
         for arg in node.args:
             if arg.star == "**":
-                for where, parameter, value, guarded in self._kwargs_entries(arg.value):
+                entries = self.kwargs_entries(arg.value, _DDP_DEVICE_PARAMETERS)
+                for where, parameter, value, guarded in entries:
                     self._report_devices(where, parameter, value, guarded=guarded)
 
     def _report_devices(self, where: cst.CSTNode, parameter: str, value: cst.BaseExpression,
@@ -166,26 +165,6 @@ class CudaDataParallel(TracksAssignments):
         if guards_seen:
             self.report(where, _DDP_MESSAGE.format(keyword=parameter),
                         guarded=all(guards_seen) or self.ctx.is_guarded())
-
-    def _kwargs_entries(self, expr: cst.BaseExpression) -> Iterator[_Entry]:
-        """The device entries of a kwargs dict passed with `**`: a dict literal, `dict(...)`,
-        or `kwargs["device_ids"] = ...` before the call."""
-        value, binding = self.resolve(expr)
-        guarded = binding is not None and binding.guarded
-        if isinstance(value, cst.Dict):
-            for element in value.elements:
-                key = element.key if isinstance(element, cst.DictElement) else None
-                if isinstance(key, cst.SimpleString) \
-                        and key.evaluated_value in _DDP_DEVICE_PARAMETERS:
-                    yield element, str(key.evaluated_value), element.value, guarded
-        elif isinstance(value, cst.Call) and self.ctx.call_name(value) == "dict":
-            for arg in value.args:
-                if arg.keyword is not None and arg.keyword.value in _DDP_DEVICE_PARAMETERS:
-                    yield arg, arg.keyword.value, arg.value, guarded
-        if isinstance(expr, cst.Name):
-            for item in self.items(expr):
-                if item.key in _DDP_DEVICE_PARAMETERS:
-                    yield item.target, item.key, item.binding.value, item.binding.guarded
 
     def _device_values(self, expr: cst.BaseExpression, depth: int, *,
                        guarded: bool) -> Iterator[bool]:

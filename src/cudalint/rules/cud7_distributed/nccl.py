@@ -242,23 +242,10 @@ class NcclBackend(TracksAssignments):
             if arg.keyword is not None and arg.keyword.value in _BACKEND_KEYWORDS:
                 yield arg, arg.value, False
             elif arg.star == "**":
-                yield from ((None, value, guarded)
-                            for value, guarded in self._kwargs_backends(arg.value))
-
-    def _kwargs_backends(self, expr: cst.BaseExpression
-                         ) -> Iterator[tuple[cst.BaseExpression, bool]]:
-        """The backends in a kwargs dict passed with `**`: a dict literal's `"backend"` entry
-        (`cfg = {"backend": "nccl", ...}`), or `cfg["backend"] = ...` before the call."""
-        value, binding = self.resolve(expr)
-        if isinstance(value, cst.Dict):
-            guarded = binding is not None and binding.guarded
-            for element in value.elements:
-                key = element.key if isinstance(element, cst.DictElement) else None
-                if isinstance(key, cst.SimpleString) and key.evaluated_value in _BACKEND_KEYWORDS:
-                    yield element.value, guarded
-        if isinstance(expr, cst.Name):
-            yield from ((item.binding.value, item.binding.guarded) for item in self.items(expr)
-                        if item.key in _BACKEND_KEYWORDS)
+                # a `dict(backend=...)` keyword is reported where that call is visited
+                yield from ((None, value, guarded) for where, _, value, guarded
+                            in self.kwargs_entries(arg.value, _BACKEND_KEYWORDS)
+                            if not isinstance(where, cst.Arg))
 
     def _literals(self, expr: cst.BaseExpression, depth: int, *, guarded: bool
                   ) -> Iterator[_Literal]:
